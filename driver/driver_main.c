@@ -1,0 +1,159 @@
+/* driver_main.c — `ctx`: the command line.
+ *
+ *   ctx <verb> [options] FILE...
+ *
+ * Each verb has its own options and help text; an unknown verb or option
+ * prints a usage line and exits 2. Exit codes: 0 ok, 1 errors in the input,
+ * 2 bad command line, 3 bad runtime data, 70 internal compiler error.
+ */
+#include "driver/driver.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define CTX_VERSION "0.1.0"
+
+typedef struct {
+  const char *name;
+  const char *summary;
+  const char *usage;
+  const char *options; /* help text of the options, one per line */
+  int (*run)(CtxSession *s);
+} Verb;
+
+static const char common_options[] =
+    "  --dump=STAGE       print a stage's output: tokens, ast\n"
+    "  --error-limit=N    stop after N errors (default 20, 0 = no limit)\n"
+    "  -h, --help         show this help\n";
+
+static int run_check(CtxSession *s) { return ctx_pipeline_check(s); }
+
+static int run_fmt(CtxSession *s) {
+  s->opts.dump = DUMP_AST;
+  return ctx_pipeline_check(s);
+}
+
+static const Verb verbs[] = {
+    {"check", "parse and check model (.ctx) and schedule (.sched) files",
+     "ctx check [options] FILE...", common_options, run_check},
+    {"fmt", "print files in canonical form (what --dump=ast shows)",
+     "ctx fmt [options] FILE...", common_options, run_fmt},
+};
+enum { NUM_VERBS = sizeof verbs / sizeof verbs[0] };
+
+static void print_main_help(FILE *f) {
+  fputs("ctx — a compiler for recursive deep-learning models\n\n"
+        "usage: ctx <verb> [options] FILE...\n\nverbs:\n", f);
+  for (int i = 0; i < NUM_VERBS; i++) fprintf(f, "  %-8s %s\n", verbs[i].name, verbs[i].summary);
+  fputs("\noptions:\n  -h, --help      show this help (ctx <verb> --help: the verb's)\n"
+        "  --version       print the version\n\n"
+        "exit codes: 0 ok, 1 errors in the input, 2 bad command line,\n"
+        "            3 bad runtime data, 70 internal compiler error\n", f);
+}
+
+static void print_verb_help(FILE *f, const Verb *v) {
+  fprintf(f, "ctx %s — %s\n\nusage: %s\n\noptions:\n%s", v->name, v->summary, v->usage,
+          v->options);
+}
+
+static int usage_error(const Verb *v, const char *fmt, const char *arg) {
+  fputs("ctx: error: ", stderr);
+  fprintf(stderr, fmt, arg);
+  fputc('\n', stderr);
+  if (v)
+    fprintf(stderr, "usage: %s\n(see 'ctx %s --help')\n", v->usage, v->name);
+  else
+    fputs("usage: ctx <verb> [options] FILE...\n(see 'ctx --help')\n", stderr);
+  return CTX_EXIT_USAGE;
+}
+
+/* The value of option [name] at argv[*i]: `--name=V` or `--name V`. NULL if
+ * argv[*i] is not that option; [*missing] when the value is absent. */
+static const char *option_value(int argc, char **argv, int *i, const char *name,
+                                bool *missing) {
+  size_t n = strlen(name);
+  if (strncmp(argv[*i], name, n) != 0) return NULL;
+  if (argv[*i][n] == '=') return argv[*i] + n + 1;
+  if (argv[*i][n] != 0) return NULL;
+  if (*i + 1 >= argc) {
+    *missing = true;
+    return "";
+  }
+  return argv[++*i];
+}
+
+static bool parse_int(const char *s, int *out) {
+  char *end;
+  long v = strtol(s, &end, 10);
+  if (*s == 0 || *end != 0 || v < 0 || v > 1000000) return false;
+  *out = (int)v;
+  return true;
+}
+
+static int parse_dump(const Verb *v, CtxOptions *o, const char *val) {
+  if (strcmp(val, "tokens") == 0) o->dump = DUMP_TOKENS;
+  else if (strcmp(val, "ast") == 0) o->dump = DUMP_AST;
+  else return usage_error(v, "unknown stage '%s' for --dump (stages: tokens, ast)", val);
+  return 0;
+}
+
+/* Parses the arguments after the verb into [o]. Returns 0, or an exit code
+ * (help printed: -1 meaning "exit 0"). */
+static int parse_args(const Verb *v, int argc, char **argv, CtxOptions *o) {
+  o->files = calloc((size_t)argc, sizeof(char *));
+  if (!o->files) ctx_oom();
+  bool only_files = false;
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i], *val;
+    bool missing = false;
+    if (only_files || a[0] != '-' || a[1] == 0) {
+      o->files[o->nfiles++] = a;
+    } else if (strcmp(a, "--") == 0) {
+      only_files = true;
+    } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+      print_verb_help(stdout, v);
+      return -1;
+    } else if ((val = option_value(argc, argv, &i, "--dump", &missing))) {
+      if (missing) return usage_error(v, "option '%s' needs a value", a);
+      int rc = parse_dump(v, o, val);
+      if (rc) return rc;
+    } else if ((val = option_value(argc, argv, &i, "--error-limit", &missing))) {
+      if (missing || !parse_int(val, &o->error_limit))
+        return usage_error(v, "option '--error-limit' needs a number, found '%s'", val);
+    } else {
+      return usage_error(v, "unknown option '%s'", a);
+    }
+  }
+  if (o->nfiles == 0) return usage_error(v, "no input files%s", "");
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) return usage_error(NULL, "no verb given%s", "");
+  const char *name = argv[1];
+  if (strcmp(name, "-h") == 0 || strcmp(name, "--help") == 0 || strcmp(name, "help") == 0) {
+    print_main_help(stdout);
+    return 0;
+  }
+  if (strcmp(name, "--version") == 0) {
+    printf("ctx %s\n", CTX_VERSION);
+    return 0;
+  }
+  const Verb *v = NULL;
+  for (int i = 0; i < NUM_VERBS; i++)
+    if (strcmp(verbs[i].name, name) == 0) v = &verbs[i];
+  if (!v) return usage_error(NULL, "unknown verb '%s'", name);
+
+  CtxSession s;
+  ctx_session_init(&s, stdout, stderr);
+  int rc = parse_args(v, argc - 2, argv + 2, &s.opts);
+  if (rc == 0) {
+    s.diag.error_limit = s.opts.error_limit;
+    rc = v->run(&s);
+  } else if (rc < 0) {
+    rc = 0;
+  }
+  free(s.opts.files);
+  ctx_session_free(&s);
+  return rc;
+}

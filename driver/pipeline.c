@@ -1,0 +1,78 @@
+/* pipeline.c — the whole compiler pipeline in one place.
+ *
+ *   text --grammar--> AST --sema--> typed AST --ra--> RA --ilir--> ILIR
+ *        --sched--> scheduled ILIR --codegen--> machine code
+ *
+ * Each step reports through the session's diagnostics; the pipeline stops
+ * after any step that reported errors. Today the front end (grammar) is in
+ * place; later stages plug in below it.
+ */
+#include "driver/driver.h"
+
+#include <string.h>
+
+void ctx_session_init(CtxSession *s, FILE *out, FILE *err) {
+  memset(s, 0, sizeof *s);
+  ctx_sources_init(&s->srcs);
+  ctx_diag_init(&s->diag, &s->srcs, err);
+  s->arena = ctx_arena_new();
+  s->out = out;
+  s->opts.error_limit = 20;
+}
+
+void ctx_session_free(CtxSession *s) {
+  ctx_arena_free(s->arena);
+  ctx_sources_free(&s->srcs);
+}
+
+int ctx_session_exit_code(const CtxSession *s) {
+  if (s->diag.ice) return CTX_EXIT_ICE;
+  return s->diag.errors ? CTX_EXIT_INPUT : CTX_EXIT_OK;
+}
+
+static bool has_suffix(const char *s, const char *suffix) {
+  size_t n = strlen(s), m = strlen(suffix);
+  return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* A .sched file holds schedule blocks only. */
+static void check_sched_file(CtxSession *s, const AstFile *f) {
+  for (int i = 0; i < f->nitems; i++) {
+    const AstItem *it = f->items[i];
+    if (it->kind != AST_SCHEDULE)
+      ctx_diag_error(&s->diag, it->span, "only schedule blocks may appear in a .sched file");
+  }
+}
+
+AstFile *ctx_pipeline_parse(CtxSession *s, const char *path) {
+  char err[512];
+  int id = ctx_sources_load(&s->srcs, path, CTX_MAX_SOURCE_BYTES, err, sizeof err);
+  if (!id) {
+    CtxSpan none = {0, 0, 0, 0, 0};
+    ctx_diag_error(&s->diag, none, "%s", err);
+    return NULL;
+  }
+  if (s->opts.dump == DUMP_TOKENS) {
+    CtxBuf b;
+    ctx_buf_init(&b);
+    ast_dump_tokens(&b, &s->diag, id);
+    fputs(ctx_buf_str(&b), s->out);
+    ctx_buf_free(&b);
+  }
+  AstFile *f = ast_parse(s->arena, &s->diag, id);
+  if (has_suffix(path, ".sched")) check_sched_file(s, f);
+  if (s->opts.dump == DUMP_AST) {
+    CtxBuf b;
+    ctx_buf_init(&b);
+    ast_print(&b, f);
+    fputs(ctx_buf_str(&b), s->out);
+    ctx_buf_free(&b);
+  }
+  return f;
+}
+
+int ctx_pipeline_check(CtxSession *s) {
+  for (int i = 0; i < s->opts.nfiles && !ctx_diag_should_stop(&s->diag); i++)
+    ctx_pipeline_parse(s, s->opts.files[i]);
+  return ctx_session_exit_code(s);
+}
