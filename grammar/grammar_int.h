@@ -26,6 +26,8 @@ typedef struct {
   char open[AST_MAX_NESTING]; /* the open brackets: '(', '[' or '{' */
   int depth;
   bool stopped;      /* nesting limit hit: the rest of the input is ignored */
+  CtxSpan last_end;  /* zero-width, just after the last token handed out */
+  bool quiet;        /* a lexical error was reported on this statement */
 } GrammarLexer;
 
 void grammar_lexer_init(GrammarLexer *lx, CtxArena *arena, CtxDiag *diag, int file);

@@ -11,8 +11,9 @@
  * of input when the last token needs one, and runs of separators collapse.
  *
  * Recovery: a line that starts with a keyword that only begins a statement or
- * declaration (`let`, `rec`, ...) while a `(` or `[` is still open closes those
- * brackets, so one missing `)` costs one error, not the rest of the file.
+ * declaration (`let`, `rec`, ...) always ends the line before it, and closes
+ * any `(` or `[` left open there, so one missing `)` or operand costs one
+ * error, not the rest of the file.
  *
  * Bad bytes (NUL, invalid UTF-8, stray characters) are reported with their
  * position and skipped. More than AST_MAX_NESTING open brackets ends the input
@@ -124,9 +125,12 @@ static bool starts_statement(const GrammarLexer *lx, const char *next) {
   return false;
 }
 
+/* Reports a lexical error. The parser stays quiet about the rest of the
+ * statement: its complaints would only echo this one. */
 static void lex_error(GrammarLexer *lx, const char *b, const char *e, const char *fmt,
                       const char *arg) {
   ctx_diag_error(lx->diag, span_at(lx, b, e), fmt, arg);
+  lx->quiet = true;
 }
 
 /* Reports the byte at [p] that cannot start a token. */
@@ -267,7 +271,8 @@ static int scan(GrammarLexer *lx, GrammarToken *t) {
       ["] ([^"\\\n\x00] | "\\" [^\n\x00])* ["] { make_string(lx, t); return STRING; }
       ["] ([^"\\\n\x00] | "\\" [^\n\x00])* {
         lex_error(lx, lx->tok, lx->cur, "unterminated string%s", "");
-        return -1;
+        t->text = ctx_arena_strndup(lx->arena, lx->tok + 1, (size_t)(lx->cur - lx->tok - 1));
+        return STRING;
       }
       "==" { return EQ; }
       "!=" { return NE; }
@@ -293,6 +298,16 @@ static void give(GrammarLexer *lx, GrammarToken *out, int kind, CtxSpan span) {
   lx->last = kind;
 }
 
+/* Bookkeeping for every token handed to the parser. */
+static void handed_out(GrammarLexer *lx, const GrammarToken *t, int prev) {
+  if (prev == SEP && t->kind != SEP) lx->quiet = false;
+  if (t->kind != SEP) {
+    lx->last_end = t->span;
+    lx->last_end.line = lx->last_end.end_line;
+    lx->last_end.col = lx->last_end.end_col;
+  }
+}
+
 /* Hands out [tok], or a SEP in front of it when the last token needs one. */
 static void give_after_sep(GrammarLexer *lx, GrammarToken *out, GrammarToken *tok) {
   if (lx->last != 0 && lx->last != SEP && lx->last != '{' && ends_statement(lx->last)) {
@@ -309,15 +324,11 @@ static void give_after_sep(GrammarLexer *lx, GrammarToken *out, GrammarToken *to
 
 /* Handles a newline: returns true when it became a SEP in [out]. */
 static bool at_newline(GrammarLexer *lx, GrammarToken *out) {
-  const char *prev_start = lx->tok; /* the newline ends the previous line */
-  while (prev_start > lx->base && prev_start[-1] != '\n') prev_start--;
-  CtxSpan s = {lx->file, lx->line - 1, (int)(lx->tok - prev_start) + 1, lx->line - 1,
-               (int)(lx->tok - prev_start) + 2};
+  CtxSpan s = lx->last_end; /* "found newline" points just past the line's end */
   const char *next = skip_layout(lx, lx->cur);
-  if (in_parens(lx)) {
-    if (!starts_statement(lx, next)) return false;
+  if (starts_statement(lx, next)) {
     while (in_parens(lx)) lx->depth--; /* an unclosed '(' or '[' */
-  } else if (!ends_statement(lx->last) || continues(lx, next)) {
+  } else if (in_parens(lx) || !ends_statement(lx->last) || continues(lx, next)) {
     return false;
   }
   if (lx->last == SEP || lx->last == '{' || lx->last == 0) return false;
@@ -325,7 +336,15 @@ static bool at_newline(GrammarLexer *lx, GrammarToken *out) {
   return true;
 }
 
+static void next_token(GrammarLexer *lx, GrammarToken *out);
+
 void grammar_lex(GrammarLexer *lx, GrammarToken *out) {
+  int prev = lx->last;
+  next_token(lx, out);
+  handed_out(lx, out, prev);
+}
+
+static void next_token(GrammarLexer *lx, GrammarToken *out) {
   memset(out, 0, sizeof *out);
   if (lx->has_pending) {
     lx->has_pending = false;

@@ -106,6 +106,7 @@ file
   : %empty
   | file item SEP   { ctx_vec_push(A, &p->items, $2); }
   | file error SEP  { yyerrok; }
+  | file error block SEP { yyerrok; }
   ;
 
 /* item := 'model' NAME | 'dim' NAME '=' expr | 'input' NAME ':' type
@@ -205,6 +206,7 @@ stmts
   : %empty                        { memset(&$$, 0, sizeof $$); }
   | stmts stmt SEP                { $$ = $1; ctx_vec_push(A, &$$, $2); }
   | stmts error SEP               { $$ = $1; yyerrok; }
+  | stmts error block SEP         { $$ = $1; yyerrok; }
   ;
 
 /* stmt := 'let' NAME '=' expr | 'let' NAME '[' NAME {',' NAME} ']' '=' expr
@@ -525,15 +527,21 @@ static void describe_found(CtxBuf *b, GrammarParser *p, yysymbol_kind_t sym) {
 
 /* Tokens that can start an expression: listed together as "expression". */
 static bool starts_expr(yysymbol_kind_t s) {
-  static const char *const starters[] = {"\"identifier\"", "\"number\"", "\"'sum'\"",
-                                         "\"'max'\"", "'('", "'['", "'-'", "'!'"};
+  static const char *const starters[] = {"identifier", "number", "'sum'", "'max'",
+                                         "'('",        "'['",    "'-'",   "'!'"};
+  CtxBuf b;
+  ctx_buf_init(&b);
+  append_name(&b, NULL, s);
+  bool found = false;
   for (size_t i = 0; i < sizeof starters / sizeof starters[0]; i++)
-    if (strcmp(yysymbol_name(s), starters[i]) == 0) return true;
-  return false;
+    found |= strcmp(ctx_buf_str(&b), starters[i]) == 0;
+  ctx_buf_free(&b);
+  return found;
 }
 
 static int yyreport_syntax_error(const yypcontext_t *ctx, GrammarParser *p) {
   enum { MAX_LIST = 5 };
+  if (p->lx.quiet) return 0; /* the lexer already reported this statement */
   yysymbol_kind_t exp[YYNTOKENS];
   int n = yypcontext_expected_tokens(ctx, exp, YYNTOKENS);
   CtxBuf b;
