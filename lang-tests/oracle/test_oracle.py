@@ -566,7 +566,7 @@ class NpyOutputAndCli(TempDir):
         self.assertIn("no dim 'Q'", proc.stderr)
         proc = self.run_zoo("treegru", "--input", inp, "--format", "ptb",
                             "--weights", wpath, "--output", self.path("o.npy"))
-        self.assertEqual(proc.returncode, 3)       # V=20000 by default: shapes
+        self.assertEqual(proc.returncode, 3)
         self.assertFalse(os.path.exists(self.path("o.npy")))
 
 
