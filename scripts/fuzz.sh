@@ -13,8 +13,9 @@ each=$(( total / ${#targets[@]} ))
 [ "$each" -ge 10 ] || each=10
 for t in "${targets[@]}"; do
   name=$(basename "$t")
-  seeds=$(find . -path ./build\* -prune -o -type d -path "*fuzz/corpus*" -name "${name#fuzz_}*" -print | head -n 1)
-  [ -n "$seeds" ] || seeds=$(find . -path ./build\* -prune -o -type d -path "*fuzz/corpus" -print | head -n 1)
+  # seeds: <stage>/fuzz/corpus/<target>, named with or without the fuzz_ prefix
+  seeds=$(find . -path './build*' -prune -o -type d -path '*/fuzz/corpus/*' \
+            \( -name "$name" -o -name "${name#fuzz_}" \) -print | head -n 1)
   work=$(mktemp -d)
   echo "fuzz: $name for ${each}s (seeds: ${seeds:-none})"
   "$t" -max_total_time="$each" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
