@@ -145,10 +145,31 @@ START_TEST(empty_and_comment_only) {
 }
 END_TEST
 
+/* 10 MB of declarations parse, and 10 MB of garbage ends in bounded time
+ * (the error limit stops reporting; the parser still reads to the end). */
+START_TEST(ten_megabytes) {
+  const char *line = "dim A = (1 + 2) * 3\n";
+  size_t n = strlen(line), count = (10u << 20) / n;
+  char *src = malloc(n * count + 1);
+  for (size_t i = 0; i < count; i++) memcpy(src + i * n, line, n);
+  src[n * count] = 0;
+  Parsed p;
+  parse(&p, src, n * count);
+  ck_assert_int_eq(p.diag.errors, 0);
+  ck_assert_int_eq(p.file->nitems, (int)count);
+  done(&p);
+  for (size_t i = 0; i < n * count; i++) src[i] = "){;@x\n"[i % 6];
+  parse(&p, src, n * count);
+  ck_assert(ctx_diag_should_stop(&p.diag));
+  done(&p);
+  free(src);
+}
+END_TEST
+
 static Suite *grammar_suite(void) {
   Suite *s = suite_create("grammar");
   TCase *tc = tcase_create("core");
-  tcase_set_timeout(tc, 60);
+  tcase_set_timeout(tc, 120);
   tcase_add_test(tc, keyword_table);
   tcase_add_test(tc, parse_minimal);
   tcase_add_test(tc, newline_rules);
@@ -156,6 +177,7 @@ static Suite *grammar_suite(void) {
   tcase_add_test(tc, nul_and_bad_utf8);
   tcase_add_test(tc, deep_nesting_bounded);
   tcase_add_test(tc, empty_and_comment_only);
+  tcase_add_test(tc, ten_megabytes);
   suite_add_tcase(s, tc);
   return s;
 }
