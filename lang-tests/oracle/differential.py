@@ -14,10 +14,11 @@ that regenerate the files and rerun both sides.
                     [--seed S] [--timeout SEC] [--quick] [--list] [--self-check]
 
 --ctx-args replaces the default `--interp` (for a float32 backend, with looser
---rtol/--atol). --self-check needs no ctx: it checks every case is well
-conditioned, i.e. the float64 oracle agrees with a longdouble evaluation of the
-same case far inside the tolerance, so that a failure means a wrong result and
-not rounding noise amplified by the model.
+--rtol/--atol); write it with '=': `--ctx-args='--target cpu'`. --quick skips the
+~100,000-node chains and the moderate-size cases. --self-check needs no ctx: it
+checks every case is well conditioned, i.e. the float64 oracle agrees with a
+longdouble evaluation of the same case far inside the tolerance, so that a
+failure means a wrong result and not rounding noise amplified by the model.
 """
 
 import argparse
@@ -254,6 +255,8 @@ def run_case(case, args, folder):
         return False, seed, f, "the oracle rejected the generated input", t0
     ref = np.load(f.ref)
     cmd = ctx_argv(args.ctx, args.ctx_args, args.examples, case, f)
+    if os.path.exists(f.got):              # a rerun in --workdir: no stale result
+        os.remove(f.got)
     try:
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               timeout=args.timeout)
@@ -273,17 +276,17 @@ def run_case(case, args, folder):
         return False, seed, f, f"dtype {got.dtype}, expected float64", t0
     if got.dtype not in (np.float32, np.float64):
         return False, seed, f, f"dtype {got.dtype}, expected float32/64", t0
-    return (lambda why: (why is None, seed, f, why, t0))(
-        compare(got, ref, args.rtol, args.atol))
+    why = compare(got, ref, args.rtol, args.atol)
+    return why is None, seed, f, why, t0
 
 
 def report_failure(case, args, seed, f, why):
     print(f"  seed {seed}: {why}")
-    print(f"  reproduce:")
+    print("  reproduce:")
     print(f"    {shown('make_data.py', weights_argv(case, f, seed))}")
     print(f"    {shown('make_data.py', input_argv(case, f, seed))}")
     print(f"    {shown('zoo.py', oracle_argv(case, f))}")
-    print(f"    " + " ".join(shlex.quote(a) for a in
+    print("    " + " ".join(shlex.quote(a) for a in
                              ctx_argv(args.ctx, args.ctx_args, args.examples,
                                       case, f)))
 

@@ -424,8 +424,8 @@ class InputErrors(TempDir):
                           4, "two parents", cs)
         self.expect_error("childsum", "nodes", "tree\n0 1\n1 1\n", 3,
                           "exactly one root, found 2", cs)
-        self.expect_error("childsum", "nodes", "tree\n0 1 : 1\n1 1 : 2\n2 1 : 1\n",
-                          3, "cycle", cs)
+        self.expect_error("childsum", "nodes", "tree\n0 1\n1 1 : 2\n2 1 : 1\n",
+                          3, "cycle through node 1", cs)
         self.expect_error("childsum", "nodes", "tree\n0 1 : 1\n1\n", 3,
                           "expected one word", cs)
         self.expect_error("childsum", "nodes", "tree\n0 1\ndag\n0 1\n", 3,
@@ -640,7 +640,7 @@ class Generators(TempDir):
             dims = {k: v for k, v in {"H": 3, "V": 30, "K": 3}.items()
                     if k in zoo.MODELS[model].dims}
             path = self.path(shape + ".txt")
-            vocab = self.path("vocab.txt") if shape == "vocab" else None
+            vocab = self.path("words.voc") if shape == "vocab" else None
             make_data.make_input(path, shape, zoo.resolve_dims(
                 zoo.MODELS[model], dims), seed=6, n=None, vocab_out=vocab)
             wpath, _ = self.weights(model, dims)

@@ -135,7 +135,8 @@ def mvrnn(m, w, kids):
         return (m.Emb[w], m.EmbM[w])
     (a, A), (b, B) = kids
     p = tanh(m.W @ cat(B @ a, A @ b) + m.b)
-    P = m.WM @ cat(A, B)          # P[i,j] = Σ_k WM[i,k]·A[k,j] + Σ_k WM[i,H+k]·B[k,j]
+    # P[i,j] = Σ_k WM[i,k]·A[k,j] + Σ_k WM[i,H+k]·B[k,j]
+    P = m.WM @ cat(A, B)
     return (p, P)
 
 
@@ -236,8 +237,8 @@ def resolve_dims(model, overrides):
     """The model's dims after -D overrides ({name: int}); unknown names are errors."""
     for name in overrides:
         if name not in model.dims:
-            raise OracleError(f"zoo.py: error: model '{model.name}' has no dim '{name}' "
-                              f"(dims: {', '.join(model.dims)})", code=2)
+            raise OracleError(f"zoo.py: error: model '{model.name}' has no dim "
+                              f"'{name}' (dims: {', '.join(model.dims)})", code=2)
     d = {}
     for name, default in model.dims.items():
         d[name] = overrides.get(name, default)
@@ -678,8 +679,8 @@ def parse_dims(items):
         name, eq, value = item.partition("=")
         if not eq or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) or \
                 not re.fullmatch(r"[0-9]+", value) or int(value) <= 0:
-            raise OracleError(f"zoo.py: error: bad -D '{item}': expected NAME=VALUE with "
-                              "a positive integer VALUE", code=2)
+            raise OracleError(f"zoo.py: error: bad -D '{item}': expected "
+                              "NAME=VALUE with a positive integer VALUE", code=2)
         dims[name] = int(value)
     return dims
 
