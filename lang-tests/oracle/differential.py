@@ -4,7 +4,7 @@
 For every model and every shape class that applies to it, generates seeded weights
 and an input (make_data.py), runs `ctx run examples/MODEL.ctx --interp ...` and the
 oracle (zoo.py), and compares element by element:
-|got - ref| <= atol + rtol*|ref|, NaN/Inf positions exact (design/TESTING.md).
+|got - ref| <= atol + rtol*|ref|, NaN/Inf positions exact (docs/testing.md).
 Prints one line per case and finally `N passed, N failed`; exits 1 on a failure,
 2 on a bad command line. On a failure it prints the seed and the exact commands
 that regenerate the files and rerun both sides.

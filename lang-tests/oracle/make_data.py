@@ -3,7 +3,7 @@
 
 Writes test files in the formats of docs/formats.md: safetensors weights (F32,
 uniform in [-scale, scale], parameters in declaration order, with a __metadata__
-entry) and inputs of every shape class in design/TESTING.md. Everything is a
+entry) and inputs of every shape class in docs/testing.md. Everything is a
 function of the seed (Python's `random.Random` for structure and word ids, numpy's
 `default_rng` for weights and features), so a failing case is reproduced by
 rerunning the printed command.

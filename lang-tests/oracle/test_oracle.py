@@ -5,7 +5,7 @@ differential harness (differential.py).
     /usr/bin/python3 -m unittest discover -s lang-tests/oracle -p 'test_*.py'
 
 Each model is checked against a second, deliberately naive implementation: plain
-Python floats and loops, written straight from the equations in design/MODELS.md,
+Python floats and loops, written straight from the equations in docs/models.md,
 on tiny hand-built inputs. The readers are checked on the examples of
 docs/formats.md and on malformed inputs, the safetensors reader on files written
 here, the .npy output through numpy.load, and the 100,000-node chain.

@@ -4,7 +4,7 @@
 The test oracle that `ctx run --interp` is compared with (differential.py). It
 shares no code with ctx: its own readers for bracketed trees and node lists
 (docs/formats.md), its own safetensors reader, and one function per model written
-from the equations in design/MODELS.md. Weights are float32 in the file and are
+from the equations in docs/models.md. Weights are float32 in the file and are
 widened to float64 (exactly); everything is then computed in float64 (or, for the
 self-checks, in numpy's longdouble).
 
@@ -63,7 +63,7 @@ def cat(*parts):
 
 
 # ---------------------------------------------------------------------------
-# The models: one function per model, from design/MODELS.md.
+# The models: one function per model, from docs/models.md.
 # Each takes the parameters `m` (attributes named as the parameters, plus the
 # dims), the node's value (a word id, a feature vector, or None), and the states
 # of the nodes it depends on (children / predecessors / previous element), and
@@ -688,7 +688,7 @@ def parse_dims(items):
 def main(argv=None):
     ap = argparse.ArgumentParser(
         prog="zoo.py", description="float64 reference implementation of the "
-        "ctx model zoo (design/MODELS.md)")
+        "ctx model zoo (docs/models.md)")
     ap.add_argument("model", choices=sorted(MODELS))
     ap.add_argument("--input", required=True)
     ap.add_argument("--format", required=True, choices=["ptb", "nodes"])
