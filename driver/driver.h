@@ -9,7 +9,7 @@
 #ifndef CTX_DRIVER_H
 #define CTX_DRIVER_H
 
-#include "grammar/grammar.h"
+#include "sema/sema.h"
 
 typedef enum { DUMP_NONE, DUMP_TOKENS, DUMP_AST } CtxDump;
 
@@ -18,6 +18,9 @@ typedef struct {
   int error_limit;
   const char **files;
   int nfiles;
+  bool syntax_only;     /* --syntax-only: parse, do not check */
+  SemaDefine *defines;  /* -D NAME=VALUE */
+  int ndefines;
 } CtxOptions;
 
 typedef struct {

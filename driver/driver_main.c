@@ -24,6 +24,8 @@ typedef struct {
 static const char common_options[] =
     "  --dump=STAGE       print a stage's output: tokens, ast\n"
     "  --error-limit=N    stop after N errors (default 20, 0 = no limit)\n"
+    "  -D NAME=VALUE      override dim NAME (also -DNAME=VALUE)\n"
+    "  --syntax-only      parse only; do not check names, shapes and recursion\n"
     "  -h, --help         show this help\n";
 
 static int run_check(CtxSession *s) { return ctx_pipeline_check(s); }
@@ -97,11 +99,29 @@ static int parse_dump(const Verb *v, CtxOptions *o, const char *val) {
   return 0;
 }
 
+/* -D NAME=VALUE into o->defines (allocated with o->files, freed by main). */
+static bool parse_define(CtxOptions *o, const char *def) {
+  const char *eq = strchr(def, '=');
+  char *end;
+  if (!eq || eq == def) return false;
+  long v = strtol(eq + 1, &end, 10);
+  if (eq[1] == 0 || *end != 0 || v <= 0 || v > 1000000000L) return false;
+  SemaDefine *d = &o->defines[o->ndefines++];
+  size_t n = (size_t)(eq - def);
+  char *name = ctx_xmalloc(n + 1);
+  memcpy(name, def, n);
+  name[n] = 0;
+  d->name = name;
+  d->value = v;
+  return true;
+}
+
 /* Parses the arguments after the verb into [o]. Returns 0, or an exit code
  * (help printed: -1 meaning "exit 0"). */
 static int parse_args(const Verb *v, int argc, char **argv, CtxOptions *o) {
-  o->files = calloc((size_t)argc, sizeof(char *));
-  if (!o->files) ctx_oom();
+  o->files = calloc((size_t)argc + 1, sizeof(char *));
+  o->defines = calloc((size_t)argc + 1, sizeof(SemaDefine));
+  if (!o->files || !o->defines) ctx_oom();
   bool only_files = false;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i], *val;
@@ -120,6 +140,12 @@ static int parse_args(const Verb *v, int argc, char **argv, CtxOptions *o) {
     } else if ((val = option_value(argc, argv, &i, "--error-limit", &missing))) {
       if (missing || !parse_int(val, &o->error_limit))
         return usage_error(v, "option '--error-limit' needs a number, found '%s'", val);
+    } else if (strcmp(a, "--syntax-only") == 0) {
+      o->syntax_only = true;
+    } else if (strncmp(a, "-D", 2) == 0) {
+      const char *def = a[2] ? a + 2 : i + 1 < argc ? argv[++i] : "";
+      if (!parse_define(o, def))
+        return usage_error(v, "-D needs NAME=VALUE with a positive integer, found '%s'", def);
     } else {
       return usage_error(v, "unknown option '%s'", a);
     }
@@ -154,6 +180,8 @@ int main(int argc, char **argv) {
     rc = 0;
   }
   free(s.opts.files);
+  for (int i = 0; i < s.opts.ndefines; i++) free((char *)s.opts.defines[i].name);
+  free(s.opts.defines);
   ctx_session_free(&s);
   return rc;
 }

@@ -71,8 +71,15 @@ AstFile *ctx_pipeline_parse(CtxSession *s, const char *path) {
   return f;
 }
 
+/* parse -> sema for each model file; schedule files are parsed only. */
 int ctx_pipeline_check(CtxSession *s) {
-  for (int i = 0; i < s->opts.nfiles && !ctx_diag_should_stop(&s->diag); i++)
-    ctx_pipeline_parse(s, s->opts.files[i]);
+  for (int i = 0; i < s->opts.nfiles && !ctx_diag_should_stop(&s->diag); i++) {
+    int errors = s->diag.errors;
+    AstFile *f = ctx_pipeline_parse(s, s->opts.files[i]);
+    if (!f || s->diag.errors > errors || s->opts.syntax_only || s->opts.dump != DUMP_NONE ||
+        has_suffix(s->opts.files[i], ".sched"))
+      continue;
+    sema_check(s->arena, &s->diag, &f, 1, s->opts.defines, s->opts.ndefines);
+  }
   return ctx_session_exit_code(s);
 }
