@@ -71,7 +71,8 @@ static SemaType *elementwise(Sema *S, const AstExpr *e, SemaType *a, SemaType *b
     return sema_int_type(S, c, v);
   }
   SemaType *x, *y;
-  if (!as_tensor(S, l, a, &x) | !as_tensor(S, r, b, &y)) return sema_error_type(S);
+  bool lok = as_tensor(S, l, a, &x), rok = as_tensor(S, r, b, &y); /* report both */
+  if (!lok || !rok) return sema_error_type(S);
   if (a->kind == SEMA_INT) x = sema_tensor_type(S, y->elem, 0, NULL);
   if (b->kind == SEMA_INT) y = sema_tensor_type(S, x->elem, 0, NULL);
   if (x->elem != y->elem) {
@@ -88,8 +89,9 @@ static SemaType *elementwise(Sema *S, const AstExpr *e, SemaType *a, SemaType *b
 
 static SemaType *matmul(Sema *S, const AstExpr *e, SemaType *a, SemaType *b) {
   SemaType *x, *y;
-  if (!as_tensor(S, e->u.binary.lhs, a, &x) | !as_tensor(S, e->u.binary.rhs, b, &y))
-    return sema_error_type(S);
+  bool lok = as_tensor(S, e->u.binary.lhs, a, &x); /* report both operands */
+  bool rok = as_tensor(S, e->u.binary.rhs, b, &y);
+  if (!lok || !rok) return sema_error_type(S);
   if (x->rank != 2 || (y->rank != 1 && y->rank != 2) || x->elem != SEMA_F32 ||
       y->elem != SEMA_F32) {
     ctx_diag_error(S->diag, e->span, "'@' needs an f32 matrix and an f32 vector or matrix, "
