@@ -7,15 +7,15 @@ bash scripts/setup.sh
 total=${1:-60}
 CC=clang-19 cmake -S . -B build-fuzz -G Ninja -DCTX_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build-fuzz
-mapfile -t targets < <(find build-fuzz -type f -perm -u+x -name 'fuzz_*' | sort)
+mapfile -t targets < <(find build-fuzz -type f -perm -u+x -name '*fuzz_*' | sort)
 [ ${#targets[@]} -gt 0 ] || { echo "fuzz: no targets built"; exit 1; }
 each=$(( total / ${#targets[@]} ))
 [ "$each" -ge 10 ] || each=10
 for t in "${targets[@]}"; do
   name=$(basename "$t")
-  # seeds: <stage>/fuzz/corpus/<target>, named with or without the fuzz_ prefix
+  # seeds: <stage>/fuzz/corpus/<what>, for a target named [prefix_]fuzz_<what>
   seeds=$(find . -path './build*' -prune -o -type d -path '*/fuzz/corpus/*' \
-            \( -name "$name" -o -name "${name#fuzz_}" \) -print | head -n 1)
+            -name "${name##*fuzz_}" -print | head -n 1)
   work=$(mktemp -d)
   echo "fuzz: $name for ${each}s (seeds: ${seeds:-none})"
   "$t" -max_total_time="$each" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \

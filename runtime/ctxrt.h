@@ -1,0 +1,453 @@
+/* ctxrt.h — libctxrt, the runtime linked into programs that run ctx models.
+ *
+ * Design. The runtime turns files into flat, checked arrays and back:
+ *   - a *forest* is a batch of input structures (trees, DAGs or sequences) held in
+ *     a handful of flat arrays (no per-node allocation); it is made by a reader
+ *     (bracketed PTB trees or node lists, from a file or a memory buffer) or by a
+ *     seeded generator, checked once against what the model declares
+ *     (ctxrt_forest_validate), and then only read;
+ *   - *weights* are named float32 tensors read from / written to safetensors,
+ *     checked against the model's parameter list, or filled from a documented
+ *     seeded generator;
+ *   - results are written as NumPy `.npy` files.
+ * The file formats are specified in docs/formats.md.
+ *
+ * Rules every function follows: the library never prints and never exits. A
+ * function that can fail returns a CtxrtStatus (CTXRT_OK == 0) and, on failure,
+ * fills the CtxrtError it was given (which may be NULL to ignore the details) with
+ * `FILE:LINE: error: MESSAGE` (just `FILE: error: MESSAGE` where no line applies,
+ * and `error: MESSAGE` where there is no file at all); messages are lowercase, put
+ * names in quotes, have no final period, and name the structure (1-based) and the
+ * node id where that applies. On failure the output pointer is set to NULL and
+ * nothing is leaked. Every object has an explicit create/destroy pair; destroy
+ * functions accept NULL. Readers are iterative (no recursion on input depth) and
+ * use memory bounded by a small multiple of the input size. Nothing here keeps
+ * global state, so separate objects may be used from separate threads.
+ */
+#ifndef CTXRT_H
+#define CTXRT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------------
+ * Errors
+ */
+
+typedef enum CtxrtStatus {
+  CTXRT_OK = 0,
+  CTXRT_ERR_IO = 1,      /* a file could not be opened, read or written */
+  CTXRT_ERR_SYNTAX = 2,  /* malformed input text or bytes */
+  CTXRT_ERR_INVALID = 3, /* well-formed input that breaks a rule (cycle, arity...) */
+  CTXRT_ERR_ARG = 4,     /* a bad argument or spec string from the caller */
+  CTXRT_ERR_NOMEM = 5,   /* out of memory, or an input too large to represent */
+} CtxrtStatus;
+
+#define CTXRT_MSG_SIZE 512
+
+typedef struct CtxrtError {
+  CtxrtStatus status;       /* CTXRT_OK when nothing went wrong */
+  int32_t line;             /* 1-based line the message names; 0 when none */
+  char msg[CTXRT_MSG_SIZE]; /* the whole message, NUL-terminated, truncated to fit */
+} CtxrtError;
+
+/* Sets [err] to "no error" (status CTXRT_OK, empty message). [err] may be NULL. */
+void ctxrt_error_clear(CtxrtError *err);
+
+/* ------------------------------------------------------------------------------
+ * Forests: a batch of input structures
+ *
+ * Nodes are numbered globally from 0 in "the input's own order" (PTB: pre-order of
+ * the opening parentheses; node lists: as listed; generators: as documented below),
+ * structure after structure. Arrays of per-node items are indexed by this global
+ * node index. Dependencies are global node indices: a tree node's children in
+ * order, a DAG node's predecessors in order, a sequence element's previous element
+ * (the first element has none). The struct is owned by the library; treat every
+ * field as read-only.
+ */
+
+typedef enum CtxrtKind {
+  CTXRT_KIND_ANY = 0, /* in a CtxrtSpec: accept any kind; in a forest: no structures */
+  CTXRT_TREE = 1,
+  CTXRT_DAG = 2,
+  CTXRT_SEQUENCE = 3,
+} CtxrtKind;
+
+typedef struct CtxrtForest {
+  CtxrtKind kind; /* the kind of every structure */
+  char *name;     /* the input's name used in messages (a path, or a spec) */
+  int32_t num_structs;
+  int32_t num_nodes;
+  int32_t *struct_begin;     /* [num_structs + 1]: structure s holds nodes
+                                [struct_begin[s], struct_begin[s + 1]) */
+  int32_t *struct_line;      /* [num_structs]: line of its first text (0: generated) */
+  int64_t *id;               /* [num_nodes]: the user's node id (PTB and generators:
+                                the node's position within its structure, from 0) */
+  int32_t *line;             /* [num_nodes]: source line, 0 when generated */
+  int32_t *dep_begin;        /* [num_nodes + 1]: node n depends on
+                                dep[dep_begin[n] .. dep_begin[n + 1]) */
+  int32_t *dep;              /* global node indices, see above */
+  int32_t *val_begin;        /* [num_nodes + 1]: node n's values are
+                                val[val_begin[n] .. val_begin[n + 1]) (maybe none) */
+  double *val;               /* per-node input values, flattened */
+  unsigned char *val_is_int; /* parallel to val: 1 when written as an integer */
+  int32_t *label;            /* [num_nodes] offset into labels, -1 for none; NULL when
+                                the input has no labels (everything but PTB) */
+  char *labels;              /* NUL-terminated label strings (PTB), or NULL */
+} CtxrtForest;
+
+/* Frees [forest] and everything it owns. NULL is allowed. */
+void ctxrt_forest_destroy(CtxrtForest *forest);
+
+/* The number of dependencies of node [node] of [forest]. */
+int32_t ctxrt_forest_num_deps(const CtxrtForest *forest, int32_t node);
+
+/* The PTB label of node [node] of [forest], or NULL when it has none. */
+const char *ctxrt_forest_label(const CtxrtForest *forest, int32_t node);
+
+/* Writes to [out] (room for num_nodes entries, or NULL to only count) the global
+ * indices of the nodes no other node depends on, in node order: each tree's root,
+ * each DAG's sinks, each sequence's last element — the nodes whose outputs a run
+ * reports. Returns how many there are, or -1 when out of memory. Meant for a
+ * forest that passed ctxrt_forest_validate. */
+int32_t ctxrt_forest_outputs(const CtxrtForest *forest, int32_t *out);
+
+/* "tree", "dag", "sequence", or "any" for CTXRT_KIND_ANY. */
+const char *ctxrt_kind_name(CtxrtKind kind);
+
+/* ------------------------------------------------------------------------------
+ * Vocabularies: one word per line, id = line number counting from 0
+ *
+ * A line is the word itself, stripped of blanks (space, tab, CR, VT, FF) at both
+ * ends. An empty line takes its id but matches nothing. A word with whitespace, a
+ * parenthesis or a NUL byte inside (it could never match a PTB token) and a word
+ * listed twice are errors naming the line.
+ */
+
+typedef struct CtxrtVocab CtxrtVocab;
+
+/* Reads the vocabulary file [path] into [*out]. Returns CTXRT_OK, or an error code
+ * with [err] filled and [*out] set to NULL. */
+CtxrtStatus ctxrt_vocab_read_file(const char *path, CtxrtVocab **out, CtxrtError *err);
+
+/* Like ctxrt_vocab_read_file, from the [len] bytes at [data]; [name] is used in
+ * messages. The buffer need not be NUL-terminated and is not kept. */
+CtxrtStatus ctxrt_vocab_read_buffer(const char *name, const char *data, size_t len,
+                                    CtxrtVocab **out, CtxrtError *err);
+
+/* Frees [vocab]. NULL is allowed. */
+void ctxrt_vocab_destroy(CtxrtVocab *vocab);
+
+/* The number of words in [vocab]. */
+int32_t ctxrt_vocab_size(const CtxrtVocab *vocab);
+
+/* The id of the [len]-byte word at [word] in [vocab], or -1 when it is unknown. */
+int32_t ctxrt_vocab_lookup(const CtxrtVocab *vocab, const char *word, size_t len);
+
+/* The word with id [id] (NUL-terminated), or NULL when [id] is out of range. */
+const char *ctxrt_vocab_word(const CtxrtVocab *vocab, int32_t id);
+
+/* ------------------------------------------------------------------------------
+ * Readers (formats in docs/formats.md)
+ *
+ * Both formats accept inputs up to 2 GiB - 1 bytes. The buffer versions take
+ * [len] bytes at [data] (not necessarily NUL-terminated, not kept) and use [name]
+ * in messages. On success [*out] is a new forest (possibly with no structures: an
+ * empty input is reported by ctxrt_forest_validate); on failure [*out] is NULL and
+ * [err] names the first problem in the input, with its line.
+ */
+
+/* Reads bracketed trees, one per line. Each leaf carries one value, its word id:
+ * the leaf token parsed as an integer or, when [vocab] is not NULL, looked up in
+ * [vocab]. Internal nodes carry no value. Every node keeps its label. */
+CtxrtStatus ctxrt_read_ptb_file(const char *path, const CtxrtVocab *vocab,
+                                CtxrtForest **out, CtxrtError *err);
+CtxrtStatus ctxrt_read_ptb_buffer(const char *name, const char *data, size_t len,
+                                  const CtxrtVocab *vocab, CtxrtForest **out,
+                                  CtxrtError *err);
+
+/* Reads node lists. Catches, besides malformed lines, mixed structure kinds and
+ * dependencies listed in a sequence, and, when a structure ends, a duplicate id
+ * (the earliest repeat) or an unknown dependency id (the first in node order). */
+CtxrtStatus ctxrt_read_nodes_file(const char *path, CtxrtForest **out, CtxrtError *err);
+CtxrtStatus ctxrt_read_nodes_buffer(const char *name, const char *data, size_t len,
+                                    CtxrtForest **out, CtxrtError *err);
+
+/* ------------------------------------------------------------------------------
+ * Validation against what the model declares
+ */
+
+typedef enum CtxrtValuesOn {
+  CTXRT_VALUES_ALL = 0,    /* every node carries exactly num_values values */
+  CTXRT_VALUES_LEAVES = 1, /* nodes without dependencies carry exactly num_values;
+                              the others carry none or exactly num_values (the
+                              model does not read them, but they are checked) */
+} CtxrtValuesOn;
+
+typedef struct CtxrtSpec {
+  CtxrtKind kind;     /* the kind the model reads; CTXRT_KIND_ANY: any */
+  int32_t max_arity;  /* most children (tree) / predecessors (dag); 0: no limit */
+  int32_t min_arity;  /* fewest children of a node that has any; 0: no minimum */
+  int32_t num_values; /* values per node, the model's per-node inputs flattened */
+  CtxrtValuesOn values_on;
+  const int64_t *word_bound; /* NULL, or [num_values] entries: V > 0 makes that
+                                value a word id that must be an integer in [0, V);
+                                0 makes it a plain number */
+} CtxrtSpec;
+
+/* Checks [forest] against [spec] and returns CTXRT_OK or CTXRT_ERR_INVALID (or
+ * CTXRT_ERR_NOMEM) with [err] naming the first problem: an empty input or an empty
+ * structure, the wrong kind, a node with more or fewer dependencies than allowed,
+ * a dependency listed twice or outside its structure, the wrong number of values
+ * on a node, a word id that is not an integer or lies outside [0, V), a tree node
+ * with two parents, a tree with no or several roots, a cycle (trees and DAGs), a
+ * sequence element depending on anything but the element before it. Structures
+ * are checked in order, and within one, per-node problems in node order first. */
+CtxrtStatus ctxrt_forest_validate(const CtxrtForest *forest, const CtxrtSpec *spec,
+                                  CtxrtError *err);
+
+/* ------------------------------------------------------------------------------
+ * The random number generator: splitmix64 (Steele, Lea, Flood 2014)
+ *
+ *   state += 0x9E3779B97F4A7C15;
+ *   z = state;
+ *   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9;
+ *   z = (z ^ (z >> 27)) * 0x94D049BB133111EB;
+ *   return z ^ (z >> 31);
+ *
+ * all arithmetic modulo 2^64, the state starting at the seed. Derived draws:
+ *   below(m) = next() % m                      (an integer in [0, m), m >= 1)
+ *   unit()   = (next() >> 11) * 2^-53          (a double in [0, 1))
+ * With seed 0 the first three outputs are 0xE220A8397B1DCDAF, 0x6E789E6AA1B965F4,
+ * 0x06C45D188009454F.
+ */
+
+typedef struct CtxrtRng {
+  uint64_t state;
+} CtxrtRng;
+
+void ctxrt_rng_seed(CtxrtRng *rng, uint64_t seed);
+uint64_t ctxrt_rng_next(CtxrtRng *rng);
+uint64_t ctxrt_rng_below(CtxrtRng *rng, uint64_t m); /* [m] >= 1 */
+double ctxrt_rng_unit(CtxrtRng *rng);
+
+/* ------------------------------------------------------------------------------
+ * Generators: seeded, deterministic batches of structures
+ *
+ * Spec strings (for a command line such as `--gen binary:leaves=20,count=10`):
+ *
+ *   SPEC  := SHAPE [ ':' PARAM { ',' PARAM } ]
+ *   PARAM := KEY '=' VALUE             (no spaces; each key at most once)
+ *
+ *   SHAPE      required keys     structure (node ids = order within the structure)
+ *   binary     leaves=N          random binary tree of N leaves, 2N-1 nodes,
+ *                                pre-order; each internal node with m leaves
+ *                                below it gives 1 + below(m-1) to its left child
+ *                                (drawn as the node is made, so in pre-order)
+ *   complete   height=H          complete binary tree, 2^(H+1)-1 nodes (H = 0: one
+ *                                node), level order: node i's children 2i+1, 2i+2
+ *   nary       nodes=N,arity=K   random tree of N nodes, at most K children each:
+ *                                node i >= 1 takes as parent open[below(#open)],
+ *                                where open lists the earlier nodes with fewer
+ *                                than K children: starting as [0]; after each
+ *                                pick, a parent that became full is overwritten
+ *                                by the last entry (which is dropped), then i is
+ *                                appended
+ *   chain      nodes=N           a tree of N nodes, node i's only child is i+1
+ *   grid       rows=R,cols=C     R x C DAG, node r*C+c depends on (r-1,c) then
+ *                                (r,c-1), where they exist
+ *   sequence   length=N          N elements, each depending on the one before
+ *
+ *   common keys (optional)
+ *   count=N          structures in the batch (default 1)
+ *   seed=S           unsigned 64-bit seed (default 0)
+ *   vocab=V          one word id per node, below(V) (default: none)
+ *   features=D       D feature values per node, each (float)(2 * unit() - 1)
+ *   values=leaves|all  which nodes carry the values: "leaves" (nodes without
+ *                    dependencies) or "all"; default leaves for binary and
+ *                    complete, all otherwise
+ *
+ * One generator stream (seeded with S) is drawn in this order: structure by
+ * structure, first the shape's draws, then for each node in node order that
+ * carries values, its word id (if vocab is given) and then its D features. Integer
+ * values are decimal without sign; a batch is limited to CTXRT_GEN_MAX_NODES nodes
+ * and CTXRT_GEN_MAX_VALUES values.
+ */
+
+#define CTXRT_GEN_MAX_NODES (1 << 26)
+#define CTXRT_GEN_MAX_VALUES (1 << 28)
+
+typedef enum CtxrtGenShape {
+  CTXRT_GEN_BINARY = 1,
+  CTXRT_GEN_COMPLETE,
+  CTXRT_GEN_NARY,
+  CTXRT_GEN_CHAIN,
+  CTXRT_GEN_GRID,
+  CTXRT_GEN_SEQUENCE,
+} CtxrtGenShape;
+
+typedef enum CtxrtGenValues {
+  CTXRT_GEN_VALUES_DEFAULT = 0, /* leaves for binary and complete, else all */
+  CTXRT_GEN_VALUES_ALL,
+  CTXRT_GEN_VALUES_LEAVES,
+} CtxrtGenValues;
+
+/* A parsed spec. The parser requires the shape's sizes; for count, vocab, features
+ * and values zero means "not given", so a caller may fill vocab or features from
+ * the model before generating. */
+typedef struct CtxrtGenSpec {
+  CtxrtGenShape shape;
+  int64_t size;  /* leaves (binary), height (complete), nodes (nary, chain),
+                    rows (grid), length (sequence) */
+  int64_t size2; /* arity (nary), cols (grid) */
+  int64_t count; /* 0 means 1 */
+  uint64_t seed;
+  int64_t vocab;    /* 0: no word ids */
+  int64_t features; /* 0: no features */
+  CtxrtGenValues values;
+} CtxrtGenSpec;
+
+/* Parses the NUL-terminated spec string [text] into [*out]. On a bad spec returns
+ * CTXRT_ERR_ARG with [err] saying `error: bad generator spec 'TEXT': WHY`. */
+CtxrtStatus ctxrt_gen_parse(const char *text, CtxrtGenSpec *out, CtxrtError *err);
+
+/* Writes the canonical spec string of [spec] to [buf] of [size] bytes, truncating,
+ * and returns the length it needed (like snprintf): the shape's keys, count and
+ * seed, vocab and features when given, and values with its default resolved, e.g.
+ * `binary:leaves=20,count=10,seed=7,vocab=100,values=leaves`. Parsing it gives an
+ * equivalent spec back. */
+size_t ctxrt_gen_format(const CtxrtGenSpec *spec, char *buf, size_t size);
+
+/* Generates the batch [spec] describes into [*out], named by its canonical spec
+ * string. Returns CTXRT_ERR_ARG for a size out of range (below 1, or a batch over
+ * the limits) with [err] set, and [*out] NULL. */
+CtxrtStatus ctxrt_generate(const CtxrtGenSpec *spec, CtxrtForest **out, CtxrtError *err);
+
+/* ------------------------------------------------------------------------------
+ * Weights: named float32 tensors, safetensors files, the default initialiser
+ */
+
+#define CTXRT_MAX_DIMS 8
+
+/* One parameter the model declares: a name and a row-major shape. */
+typedef struct CtxrtParam {
+  const char *name;
+  int32_t ndim; /* 0 .. CTXRT_MAX_DIMS; 0 is a scalar */
+  int64_t shape[CTXRT_MAX_DIMS];
+} CtxrtParam;
+
+typedef struct CtxrtTensor {
+  char *name;
+  int32_t ndim;
+  int64_t shape[CTXRT_MAX_DIMS];
+  int64_t numel; /* product of the shape (1 for a scalar) */
+  float *data;   /* numel floats, row-major, 64-byte aligned */
+} CtxrtTensor;
+
+typedef struct CtxrtWeights {
+  int32_t count;
+  CtxrtTensor *tensors; /* in file order (read) or declaration order (created) */
+} CtxrtWeights;
+
+/* Makes zero-filled weights with one tensor per entry of [params] ([n] of them),
+ * in that order. Returns CTXRT_ERR_ARG for a bad shape or a duplicate name. */
+CtxrtStatus ctxrt_weights_create(const CtxrtParam *params, int32_t n, CtxrtWeights **out,
+                                 CtxrtError *err);
+
+/* Frees [weights]. NULL is allowed. */
+void ctxrt_weights_destroy(CtxrtWeights *weights);
+
+/* The tensor named [name] in [weights], or NULL. */
+const CtxrtTensor *ctxrt_weights_find(const CtxrtWeights *weights, const char *name);
+
+/* Checks [weights] (read from the file [name], used in messages) against the
+ * model's [n] parameters [params]: every parameter present with its exact shape,
+ * and no other tensor. Returns CTXRT_ERR_INVALID naming the first parameter, in
+ * declaration order, that is missing or mis-shaped (with both shapes), else the
+ * first extra tensor in file order. */
+CtxrtStatus ctxrt_weights_check(const CtxrtWeights *weights, const char *name,
+                                const CtxrtParam *params, int32_t n, CtxrtError *err);
+
+/* Reads a safetensors file. Only F32 tensors are accepted; rejected with a message:
+ * a file shorter than 8 bytes, a header length past the end of the file, a header
+ * that is not a JSON object or is malformed, a duplicate tensor name, a dtype other
+ * than F32 (naming the tensor and dtype), a bad shape or data_offsets entry,
+ * offsets that disagree with the shape, overlap or run past the data (truncated). */
+CtxrtStatus ctxrt_st_read_file(const char *path, CtxrtWeights **out, CtxrtError *err);
+CtxrtStatus ctxrt_st_read_buffer(const char *name, const unsigned char *data, size_t len,
+                                 CtxrtWeights **out, CtxrtError *err);
+
+/* Writes [weights] as a safetensors file: tensors in order, data contiguous from
+ * offset 0, the JSON header padded with spaces to a multiple of 8 bytes. The
+ * buffer version returns a malloc'ed buffer in [*out] (free it) of [*len] bytes. */
+CtxrtStatus ctxrt_st_write_file(const char *path, const CtxrtWeights *weights,
+                                CtxrtError *err);
+CtxrtStatus ctxrt_st_write_buffer(const CtxrtWeights *weights, unsigned char **out,
+                                  size_t *len, CtxrtError *err);
+
+/* The default initialiser. One splitmix64 stream seeded with the seed fills the
+ * parameters in declaration order, elements in row-major order, each element
+ *     v = (float)(unit() * 0.2 - 0.1)      (double arithmetic, then rounded)
+ * so every value lies in [-0.1, 0.1]. Call ctxrt_init_begin once, then one fill per
+ * parameter, in order. The f64 fill stores the same float values widened, so it
+ * equals the f32 fill converted to double. */
+typedef struct CtxrtInit {
+  CtxrtRng rng;
+} CtxrtInit;
+
+void ctxrt_init_begin(CtxrtInit *init, uint64_t seed);
+void ctxrt_init_fill_f32(CtxrtInit *init, float *dst, size_t n);
+void ctxrt_init_fill_f64(CtxrtInit *init, double *dst, size_t n);
+
+/* Fills every tensor of [weights], in order, as above from [seed]. */
+void ctxrt_weights_init(CtxrtWeights *weights, uint64_t seed);
+
+/* ------------------------------------------------------------------------------
+ * .npy arrays (NumPy format version 1.0, C order, little-endian)
+ */
+
+typedef enum CtxrtDtype {
+  CTXRT_F32 = 1, /* '<f4' */
+  CTXRT_F64 = 2, /* '<f8' */
+} CtxrtDtype;
+
+typedef struct CtxrtArray {
+  CtxrtDtype dtype;
+  int32_t ndim;
+  int64_t shape[CTXRT_MAX_DIMS];
+  int64_t numel;
+  void *data; /* numel floats or doubles, row-major */
+} CtxrtArray;
+
+/* Writes the [ndim]-dimensional array of [dtype] with shape [shape] whose elements
+ * are at [data] (row-major) to the file [path], byte for byte as numpy.save writes
+ * it: the header dict `{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }`,
+ * spaces to leave room for growing the first axis, then more spaces and a newline
+ * so that the header ends on a multiple of 64 bytes. */
+CtxrtStatus ctxrt_npy_write_file(const char *path, CtxrtDtype dtype, const void *data,
+                                 int32_t ndim, const int64_t *shape, CtxrtError *err);
+
+/* Like ctxrt_npy_write_file, into a malloc'ed buffer [*out] (free it) of [*len]
+ * bytes. */
+CtxrtStatus ctxrt_npy_write_buffer(CtxrtDtype dtype, const void *data, int32_t ndim,
+                                   const int64_t *shape, unsigned char **out, size_t *len,
+                                   CtxrtError *err);
+
+/* Reads a `.npy` file of '<f4' or '<f8' in C order (format versions 1.0 to 3.0)
+ * into a new array [*out]. Anything else, and a truncated file, is an error. */
+CtxrtStatus ctxrt_npy_read_file(const char *path, CtxrtArray **out, CtxrtError *err);
+CtxrtStatus ctxrt_npy_read_buffer(const char *name, const unsigned char *data, size_t len,
+                                  CtxrtArray **out, CtxrtError *err);
+
+/* Frees [array]. NULL is allowed. */
+void ctxrt_array_destroy(CtxrtArray *array);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CTXRT_H */

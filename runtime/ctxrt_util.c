@@ -1,0 +1,308 @@
+/* ctxrt_util.c — the runtime's small shared pieces: error messages, whole-file
+ * reading and writing, growable arrays, number parsing and the splitmix64
+ * generator.
+ *
+ * Guarantees: messages always fit CtxrtError.msg (truncated, NUL-terminated);
+ * reading a file never allocates more than its size plus a small slack, and a file
+ * over CTXRT_MAX_INPUT bytes is refused while it is being read; arrays never grow
+ * past CTXRT_MAX_COUNT elements, so every count fits an int32_t.
+ */
+#include "ctxrt_int.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- errors */
+
+void ctxrt_error_clear(CtxrtError *err) {
+  if (!err) return;
+  err->status = CTXRT_OK;
+  err->line = 0;
+  err->msg[0] = '\0';
+}
+
+CtxrtStatus ctxrt__err(CtxrtError *err, CtxrtStatus status, const char *file,
+                       int32_t line, const char *fmt, ...) {
+  if (!err) return status;
+  err->status = status;
+  err->line = line;
+  int n;
+  if (file && line > 0)
+    n = snprintf(err->msg, sizeof err->msg, "%s:%d: error: ", file, (int)line);
+  else if (file)
+    n = snprintf(err->msg, sizeof err->msg, "%s: error: ", file);
+  else
+    n = snprintf(err->msg, sizeof err->msg, "error: ");
+  if (n < 0) n = 0;
+  if ((size_t)n < sizeof err->msg) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg + n, sizeof err->msg - (size_t)n, fmt, ap);
+    va_end(ap);
+  }
+  return status;
+}
+
+CtxrtStatus ctxrt__nomem(CtxrtError *err, const char *file) {
+  return ctxrt__err(err, CTXRT_ERR_NOMEM, file, 0,
+                    "out of memory (or an input too large to hold)");
+}
+
+const char *ctxrt__quote(char *buf, const char *s, size_t len) {
+  size_t keep = len <= 48 ? len : 45;
+  for (size_t i = 0; i < keep; i++) {
+    unsigned char c = (unsigned char)s[i];
+    buf[i] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+  }
+  if (keep < len) {
+    memcpy(buf + keep, "...", 3);
+    keep += 3;
+  }
+  buf[keep] = '\0';
+  return buf;
+}
+
+/* strerror's text with a lowercase first letter, as messages want. */
+static void lower_strerror(char *buf, size_t size, int errnum) {
+  snprintf(buf, size, "%s", strerror(errnum));
+  if (buf[0] && isupper((unsigned char)buf[0]) && !isupper((unsigned char)buf[1]))
+    buf[0] = (char)tolower((unsigned char)buf[0]);
+}
+
+/* ---------------------------------------------------------------- files */
+
+CtxrtStatus ctxrt__read_file(const char *path, char **data, size_t *len,
+                             CtxrtError *err) {
+  char why[128];
+  *data = NULL;
+  *len = 0;
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    lower_strerror(why, sizeof why, errno);
+    return ctxrt__err(err, CTXRT_ERR_IO, path, 0, "cannot open: %s", why);
+  }
+  size_t cap = 1 << 16, n = 0;
+  char *buf = malloc(cap + 1);
+  CtxrtStatus st = CTXRT_OK;
+  while (buf) {
+    if (n == cap) {
+      if (cap > CTXRT_MAX_INPUT) {
+        st = ctxrt__err(err, CTXRT_ERR_NOMEM, path, 0,
+                        "file too large (more than %zu bytes)", CTXRT_MAX_INPUT);
+        break;
+      }
+      char *nb = realloc(buf, cap * 2 + 1);
+      if (!nb) break;
+      buf = nb;
+      cap *= 2;
+    }
+    size_t got = fread(buf + n, 1, cap - n, f);
+    n += got;
+    if (got == 0) break;
+  }
+  if (st == CTXRT_OK && !buf) st = ctxrt__nomem(err, path);
+  if (st == CTXRT_OK && ferror(f)) {
+    lower_strerror(why, sizeof why, errno);
+    st = ctxrt__err(err, CTXRT_ERR_IO, path, 0, "cannot read: %s", why);
+  }
+  if (st == CTXRT_OK && n > CTXRT_MAX_INPUT)
+    st = ctxrt__err(err, CTXRT_ERR_NOMEM, path, 0, "file too large (more than %zu bytes)",
+                    CTXRT_MAX_INPUT);
+  fclose(f);
+  if (st != CTXRT_OK) {
+    free(buf);
+    return st;
+  }
+  buf[n] = '\0';
+  *data = buf;
+  *len = n;
+  return CTXRT_OK;
+}
+
+CtxrtStatus ctxrt__write_file(const char *path, const void *data, size_t len,
+                              CtxrtError *err) {
+  char why[128];
+  FILE *f = fopen(path, "wb");
+  if (!f) {
+    lower_strerror(why, sizeof why, errno);
+    return ctxrt__err(err, CTXRT_ERR_IO, path, 0, "cannot open for writing: %s", why);
+  }
+  size_t put = len ? fwrite(data, 1, len, f) : 0;
+  int bad = put != len;
+  int saved = errno;
+  if (fclose(f) != 0 && !bad) {
+    bad = 1;
+    saved = errno;
+  }
+  if (bad) {
+    lower_strerror(why, sizeof why, saved);
+    return ctxrt__err(err, CTXRT_ERR_IO, path, 0, "cannot write: %s", why);
+  }
+  return CTXRT_OK;
+}
+
+char *ctxrt__strdup(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *d = malloc(n);
+  if (d) memcpy(d, s, n);
+  return d;
+}
+
+/* ---------------------------------------------------------------- arrays */
+
+void *ctxrt__vec_grow(CtxrtVec *v, size_t esz, size_t n, int *failed) {
+  if (*failed) return NULL;
+  if (n > CTXRT_MAX_COUNT - v->len) {
+    *failed = 1;
+    return NULL;
+  }
+  if (v->len + n > v->cap || !v->data) {
+    size_t cap = v->cap ? v->cap : 16;
+    while (cap < v->len + n)
+      cap = cap > CTXRT_MAX_COUNT / 2 ? CTXRT_MAX_COUNT : cap * 2;
+    void *p = realloc(v->data, cap * esz);
+    if (!p) {
+      *failed = 1;
+      return NULL;
+    }
+    v->data = p;
+    v->cap = cap;
+  }
+  void *at = (char *)v->data + v->len * esz;
+  v->len += n;
+  return at;
+}
+
+void ctxrt__vec_free(CtxrtVec *v) {
+  free(v->data);
+  v->data = NULL;
+  v->len = v->cap = 0;
+}
+
+int32_t *ctxrt__sort_i32(int32_t *a, int32_t *tmp, size_t n,
+                         int (*cmp)(const void *ctx, int32_t x, int32_t y),
+                         const void *ctx) {
+  for (size_t width = 1; width < n; width *= 2) {
+    for (size_t lo = 0; lo < n; lo += 2 * width) {
+      size_t mid = lo + width < n ? lo + width : n;
+      size_t hi = lo + 2 * width < n ? lo + 2 * width : n;
+      size_t i = lo, j = mid, k = lo;
+      while (i < mid && j < hi)
+        tmp[k++] = cmp(ctx, a[j], a[i]) < 0 ? a[j++] : a[i++];
+      while (i < mid)
+        tmp[k++] = a[i++];
+      while (j < hi)
+        tmp[k++] = a[j++];
+    }
+    int32_t *t = a;
+    a = tmp;
+    tmp = t;
+  }
+  return a;
+}
+
+/* ---------------------------------------------------------------- numbers */
+
+int ctxrt__parse_int(const char *s, size_t len, int64_t *v) {
+  size_t i = 0;
+  int neg = 0;
+  if (i < len && (s[i] == '+' || s[i] == '-')) neg = s[i++] == '-';
+  if (i == len) return 0;
+  uint64_t acc = 0, limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+  int overflow = 0;
+  for (; i < len; i++) {
+    if (s[i] < '0' || s[i] > '9') return 0;
+    unsigned d = (unsigned)(s[i] - '0');
+    if (acc > (limit - d) / 10)
+      overflow = 1;
+    else
+      acc = acc * 10 + d;
+  }
+  if (overflow) return -1;
+  *v = neg ? (acc == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)acc) : (int64_t)acc;
+  return 1;
+}
+
+/* Whether [s] has the shape of a decimal number; sets [*is_int]. */
+static int number_shape(const char *s, size_t len, int *is_int) {
+  size_t i = 0, digits = 0;
+  if (i < len && (s[i] == '+' || s[i] == '-')) i++;
+  while (i < len && s[i] >= '0' && s[i] <= '9')
+    i++, digits++;
+  *is_int = 1;
+  if (i < len && s[i] == '.') {
+    *is_int = 0;
+    for (i++; i < len && s[i] >= '0' && s[i] <= '9'; i++)
+      digits++;
+  }
+  if (digits == 0) return 0;
+  if (i < len && (s[i] == 'e' || s[i] == 'E')) {
+    *is_int = 0;
+    i++;
+    if (i < len && (s[i] == '+' || s[i] == '-')) i++;
+    size_t exp_digits = 0;
+    while (i < len && s[i] >= '0' && s[i] <= '9')
+      i++, exp_digits++;
+    if (exp_digits == 0) return 0;
+  }
+  return i == len;
+}
+
+int ctxrt__parse_number(const char *s, size_t len, double *v, int *is_int) {
+  if (!number_shape(s, len, is_int)) return 0;
+  char small[128];
+  char *copy = len < sizeof small ? small : malloc(len + 1);
+  if (!copy) return -1;
+  memcpy(copy, s, len);
+  copy[len] = '\0';
+  errno = 0;
+  char *end;
+  double d = strtod(copy, &end);
+  int ok = end == copy + len;
+  /* ERANGE also reports underflow to a denormal or zero, which is fine. */
+  int overflow = errno == ERANGE && (d > 1.0 || d < -1.0);
+  if (copy != small) free(copy);
+  if (!ok) return 0;
+  if (overflow) return -1;
+  *v = d;
+  return 1;
+}
+
+/* ---------------------------------------------------------------- splitmix64 */
+
+void ctxrt_rng_seed(CtxrtRng *rng, uint64_t seed) {
+  rng->state = seed;
+}
+
+uint64_t ctxrt_rng_next(CtxrtRng *rng) {
+  uint64_t z = (rng->state += 0x9E3779B97F4A7C15u);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
+  return z ^ (z >> 31);
+}
+
+uint64_t ctxrt_rng_below(CtxrtRng *rng, uint64_t m) {
+  uint64_t x = ctxrt_rng_next(rng);
+  return m ? x % m : 0;
+}
+
+double ctxrt_rng_unit(CtxrtRng *rng) {
+  return (double)(ctxrt_rng_next(rng) >> 11) * 0x1.0p-53;
+}
+
+const char *ctxrt_kind_name(CtxrtKind kind) {
+  switch (kind) {
+  case CTXRT_TREE:
+    return "tree";
+  case CTXRT_DAG:
+    return "dag";
+  case CTXRT_SEQUENCE:
+    return "sequence";
+  case CTXRT_KIND_ANY:
+    break;
+  }
+  return "any";
+}
