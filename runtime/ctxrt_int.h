@@ -145,4 +145,9 @@ CtxrtWeights *ctxrt__weights_alloc(int32_t count);
 int ctxrt__tensor_init(CtxrtTensor *t, const char *name, size_t name_len, int32_t ndim,
                        const int64_t *shape);
 
+/* Blank characters inside a line of the text formats (not the newline). */
+static inline int ctxrt__is_blank(char c) {
+  return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
+}
+
 #endif /* CTXRT_INT_H */

@@ -32,12 +32,8 @@ typedef struct Tok {
   size_t len; /* 0: end of line */
 } Tok;
 
-static int is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
-}
-
 static Tok next_tok(const char *s, size_t n, size_t *i) {
-  while (*i < n && is_space(s[*i]))
+  while (*i < n && ctxrt__is_blank(s[*i]))
     ++*i;
   Tok t = {s + *i, 0};
   if (*i == n || s[*i] == '#') {
@@ -49,7 +45,7 @@ static Tok next_tok(const char *s, size_t n, size_t *i) {
     t.len = 1;
     return t;
   }
-  while (*i < n && !is_space(s[*i]) && s[*i] != ':' && s[*i] != '#')
+  while (*i < n && !ctxrt__is_blank(s[*i]) && s[*i] != ':' && s[*i] != '#')
     ++*i, ++t.len;
   return t;
 }

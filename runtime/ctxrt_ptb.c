@@ -39,13 +39,9 @@ typedef struct PtbReader {
   int32_t tree_begin; /* global index of the current tree's root */
 } PtbReader;
 
-static int is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
-}
-
 /* The next token of the line [s, s + n) from [*i]. */
 static Tok next_tok(const char *s, size_t n, size_t *i) {
-  while (*i < n && is_space(s[*i]))
+  while (*i < n && ctxrt__is_blank(s[*i]))
     ++*i;
   Tok t = {TOK_EOL, s + *i, 0};
   if (*i == n) return t;
@@ -56,7 +52,7 @@ static Tok next_tok(const char *s, size_t n, size_t *i) {
     return t;
   }
   t.kind = TOK_WORD;
-  while (*i < n && !is_space(s[*i]) && s[*i] != '(' && s[*i] != ')')
+  while (*i < n && !ctxrt__is_blank(s[*i]) && s[*i] != '(' && s[*i] != ')')
     ++*i, ++t.len;
   return t;
 }
@@ -183,7 +179,7 @@ static CtxrtStatus parse_line(PtbReader *r, const char *s, size_t n) {
 /* Whether the line [s, s + n) is blank or a comment. */
 static int skip_line(const char *s, size_t n) {
   size_t i = 0;
-  while (i < n && is_space(s[i]))
+  while (i < n && ctxrt__is_blank(s[i]))
     i++;
   return i == n || s[i] == '#';
 }
