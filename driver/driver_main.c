@@ -28,6 +28,10 @@ static const char common_options[] =
     "  --syntax-only      parse only; do not check names, shapes and recursion\n"
     "  -h, --help         show this help\n";
 
+static const char fmt_options[] =
+    "  --error-limit=N    stop after N errors (default 20, 0 = no limit)\n"
+    "  -h, --help         show this help\n";
+
 static int run_check(CtxSession *s) { return ctx_pipeline_check(s); }
 
 static int run_fmt(CtxSession *s) {
@@ -39,7 +43,7 @@ static const Verb verbs[] = {
     {"check", "parse and check model (.ctx) and schedule (.sched) files",
      "ctx check [options] FILE...", common_options, run_check},
     {"fmt", "print files in canonical form (what --dump=ast shows)",
-     "ctx fmt [options] FILE...", common_options, run_fmt},
+     "ctx fmt [options] FILE...", fmt_options, run_fmt},
 };
 enum { NUM_VERBS = sizeof verbs / sizeof verbs[0] };
 
