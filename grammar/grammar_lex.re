@@ -310,7 +310,7 @@ static void handed_out(GrammarLexer *lx, const GrammarToken *t, int prev) {
 
 /* Hands out [tok], or a SEP in front of it when the last token needs one. */
 static void give_after_sep(GrammarLexer *lx, GrammarToken *out, GrammarToken *tok) {
-  if (lx->last != 0 && lx->last != SEP && lx->last != '{' && ends_statement(lx->last)) {
+  if (ends_statement(lx->last)) {
     lx->pending = *tok;
     lx->has_pending = true;
     CtxSpan s = tok->span;

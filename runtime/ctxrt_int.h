@@ -145,6 +145,13 @@ CtxrtWeights *ctxrt__weights_alloc(int32_t count);
 int ctxrt__tensor_init(CtxrtTensor *t, const char *name, size_t name_len, int32_t ndim,
                        const int64_t *shape);
 
+/* Calls [fn]([ctx], line, length) for each line of [data] ([len] bytes, lines
+ * split at '\n', the newline not included), counting lines in [*line], and
+ * stops at the first status other than CTXRT_OK, which it returns. */
+typedef CtxrtStatus (*CtxrtLineFn)(void *ctx, const char *s, size_t n);
+CtxrtStatus ctxrt__each_line(const char *data, size_t len, int32_t *line, CtxrtLineFn fn,
+                             void *ctx);
+
 /* Blank characters inside a line of the text formats (not the newline). */
 static inline int ctxrt__is_blank(char c) {
   return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';

@@ -212,6 +212,10 @@ static CtxrtStatus node_dep(NodesReader *r, Tok t) {
 }
 
 /* One line [s, s + n). */
+static CtxrtStatus parse_line(NodesReader *r, const char *s, size_t n);
+
+static CtxrtStatus nodes_line(void *r, const char *s, size_t n) { return parse_line(r, s, n); }
+
 static CtxrtStatus parse_line(NodesReader *r, const char *s, size_t n) {
   size_t i = 0;
   Tok t = next_tok(s, n, &i);
@@ -251,14 +255,7 @@ CtxrtStatus ctxrt_read_nodes_buffer(const char *name, const char *data, size_t l
   r.name = name;
   r.err = err;
   ctxrt__build_init(&r.b, CTXRT_KIND_ANY, 0);
-  CtxrtStatus st = CTXRT_OK;
-  for (size_t pos = 0; pos < len && st == CTXRT_OK;) {
-    const char *nl = memchr(data + pos, '\n', len - pos);
-    size_t end = nl ? (size_t)(nl - data) : len;
-    r.line++;
-    st = parse_line(&r, data + pos, end - pos);
-    pos = end + 1;
-  }
+  CtxrtStatus st = ctxrt__each_line(data, len, &r.line, nodes_line, &r);
   if (st == CTXRT_OK) st = end_structure(&r);
   if (st == CTXRT_OK)
     st = ctxrt__build_finish(&r.b, name, out, err);

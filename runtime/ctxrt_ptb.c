@@ -184,6 +184,11 @@ static int skip_line(const char *s, size_t n) {
   return i == n || s[i] == '#';
 }
 
+/* One line of input: a tree, or a blank or comment line. */
+static CtxrtStatus ptb_line(void *r, const char *s, size_t n) {
+  return skip_line(s, n) ? CTXRT_OK : parse_line(r, s, n);
+}
+
 CtxrtStatus ctxrt_read_ptb_buffer(const char *name, const char *data, size_t len,
                                   const CtxrtVocab *vocab, CtxrtForest **out,
                                   CtxrtError *err) {
@@ -192,14 +197,7 @@ CtxrtStatus ctxrt_read_ptb_buffer(const char *name, const char *data, size_t len
     return ctxrt__err(err, CTXRT_ERR_NOMEM, name, 0, "input too large");
   PtbReader r = {name, vocab, err, {0}, {0}, {0}, 0, 0};
   ctxrt__build_init(&r.b, CTXRT_TREE, 1);
-  CtxrtStatus st = CTXRT_OK;
-  for (size_t pos = 0; pos < len && st == CTXRT_OK;) {
-    const char *nl = memchr(data + pos, '\n', len - pos);
-    size_t end = nl ? (size_t)(nl - data) : len;
-    r.line++;
-    if (!skip_line(data + pos, end - pos)) st = parse_line(&r, data + pos, end - pos);
-    pos = end + 1;
-  }
+  CtxrtStatus st = ctxrt__each_line(data, len, &r.line, ptb_line, &r);
   if (st == CTXRT_OK) {
     ctxrt__build_deps_from_parents(&r.b, r.parent.data);
     st = ctxrt__build_finish(&r.b, name, out, err);

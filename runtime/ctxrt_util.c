@@ -306,3 +306,16 @@ const char *ctxrt_kind_name(CtxrtKind kind) {
   }
   return "any";
 }
+
+CtxrtStatus ctxrt__each_line(const char *data, size_t len, int32_t *line, CtxrtLineFn fn,
+                             void *ctx) {
+  CtxrtStatus st = CTXRT_OK;
+  for (size_t pos = 0; pos < len && st == CTXRT_OK;) {
+    const char *nl = memchr(data + pos, '\n', len - pos);
+    size_t end = nl ? (size_t)(nl - data) : len;
+    ++*line;
+    st = fn(ctx, data + pos, end - pos);
+    pos = end + 1;
+  }
+  return st;
+}
