@@ -98,9 +98,14 @@ typedef struct {
 SemaModel *sema_check(CtxArena *arena, CtxDiag *diag, AstFile **files, int nfiles,
                       const SemaDefine *defines, int ndefines);
 
-/* The type sema gave [e], or NULL when [e] was not checked (a def body is
+/* The type sema gave the AstExpr [e], or NULL when [e] was not checked (a def body is
  * typed at its first instantiation only). */
-SemaType *sema_type_of(const SemaModel *m, const AstExpr *e);
+SemaType *sema_type_of(const SemaModel *m, const void *e);
+
+/* The extent sema inferred for an index variable: [var] is
+ * `&e->u.reduce.var` of a reduction `sum(k) ...` (without `in`), or
+ * `&st->u.let.idx[i]` of an index-form `let y[i, j] = ...`. 0 when unknown. */
+long sema_extent_of(const SemaModel *m, const void *var);
 
 /* Writes [t] as the user spells types: f32[4, 8], (f32[4], f32[4]), ... */
 void sema_print_type(CtxBuf *out, const SemaType *t);

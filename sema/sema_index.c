@@ -176,6 +176,7 @@ SemaType *sema_reduce(Sema *S, Scope *scope, const AstExpr *e) {
                    "a subscript", k->name);
     return sema_error_type(S);
   }
+  if (k->kind == SYM_INDEX) sema_record(S, &e->u.reduce.var, sema_int_type(S, true, k->extent));
   return x;
 }
 
@@ -207,6 +208,7 @@ SemaType *sema_index_let(Sema *S, Scope *scope, const AstStmt *st) {
                      "subscript", vars[i]->name);
       return sema_error_type(S);
     }
+    sema_record(S, &st->u.let.idx[i], sema_int_type(S, true, dims[i]));
   }
   return sema_tensor_type(S, t->elem, n, dims);
 }

@@ -61,7 +61,9 @@ SemaType *sema_tensor_type(Sema *S, SemaElem elem, int rank, const long *dims);
 SemaType *sema_node_type(Sema *S, SemaNodeRel rel);
 bool sema_type_eq(const SemaType *a, const SemaType *b);
 const char *sema_type_str(Sema *S, const SemaType *t);
-void sema_record(Sema *S, const AstExpr *e, SemaType *t);
+/* Records [t] for [e]: an AstExpr, or an index variable's address (see
+ * sema_extent_of). */
+void sema_record(Sema *S, const void *e, SemaType *t);
 SemaTable *sema_table_new(CtxArena *arena);
 const char *sema_struct_word(SemaStructKind k);
 

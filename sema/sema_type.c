@@ -12,7 +12,7 @@
 
 struct SemaTable {
   CtxArena *arena;
-  const AstExpr **keys;
+  const void **keys; /* an AstExpr, or an index variable (sema_extent_of) */
   SemaType **vals;
   size_t cap, len;
 };
@@ -118,12 +118,12 @@ SemaTable *sema_table_new(CtxArena *arena) {
   SemaTable *t = CTX_NEW(arena, SemaTable);
   t->arena = arena;
   t->cap = 256;
-  t->keys = CTX_NEW_ARRAY(arena, const AstExpr *, t->cap);
+  t->keys = CTX_NEW_ARRAY(arena, const void *, t->cap);
   t->vals = CTX_NEW_ARRAY(arena, SemaType *, t->cap);
   return t;
 }
 
-static size_t slot_of(const SemaTable *t, const AstExpr *e) {
+static size_t slot_of(const SemaTable *t, const void *e) {
   size_t h = (size_t)(uintptr_t)e;
   h ^= h >> 17;
   h *= 0x9e3779b97f4a7c15ull & SIZE_MAX;
@@ -133,11 +133,11 @@ static size_t slot_of(const SemaTable *t, const AstExpr *e) {
 }
 
 static void table_grow(SemaTable *t) {
-  const AstExpr **keys = t->keys;
+  const void **keys = t->keys;
   SemaType **vals = t->vals;
   size_t cap = t->cap;
   t->cap *= 2;
-  t->keys = CTX_NEW_ARRAY(t->arena, const AstExpr *, t->cap);
+  t->keys = CTX_NEW_ARRAY(t->arena, const void *, t->cap);
   t->vals = CTX_NEW_ARRAY(t->arena, SemaType *, t->cap);
   for (size_t i = 0; i < cap; i++) {
     if (!keys[i]) continue;
@@ -149,7 +149,7 @@ static void table_grow(SemaTable *t) {
 
 /* The first type recorded for [e] wins (def bodies are checked once per
  * instantiation; the first one is kept). */
-void sema_record(Sema *S, const AstExpr *e, SemaType *type) {
+void sema_record(Sema *S, const void *e, SemaType *type) {
   SemaTable *t = S->m->types;
   if (2 * (t->len + 1) > t->cap) table_grow(t);
   size_t i = slot_of(t, e);
@@ -159,8 +159,13 @@ void sema_record(Sema *S, const AstExpr *e, SemaType *type) {
   t->len++;
 }
 
-SemaType *sema_type_of(const SemaModel *m, const AstExpr *e) {
+SemaType *sema_type_of(const SemaModel *m, const void *e) {
   if (!m || !m->types) return NULL;
   size_t i = slot_of(m->types, e);
   return m->types->keys[i] ? m->types->vals[i] : NULL;
+}
+
+long sema_extent_of(const SemaModel *m, const void *var) {
+  const SemaType *t = sema_type_of(m, var);
+  return t && t->kind == SEMA_INT ? t->value : 0;
 }
