@@ -1,0 +1,292 @@
+/* ra_build.c — building RA from a checked model: the program's interface
+ * (structure, per-node inputs, parameters, output) and each recursive
+ * function's body as operators, conditions and returns.
+ *
+ * Every `let` becomes an operator named after it (schedules refer to these
+ * names); `let (h, c) = f(n.child[0])` binds h and c to the call's result
+ * fields without copying; a returned field that is not already an operator
+ * becomes one named `<function>.<field>`. Expressions are lowered by
+ * ra_lower.c.
+ */
+#include "ra/ra_int.h"
+
+#include <string.h>
+
+RaOp *ra_new_op(RaBuilder *B, const char *name, const RaShape *shape, CtxSpan span) {
+  RaOp *op = CTX_NEW(B->arena, RaOp);
+  op->name = name;
+  op->id = B->ops.len;
+  op->shape = *shape;
+  op->span = span;
+  op->vars = CTX_NEW_ARRAY(B->arena, RaVar *, shape->rank);
+  static const char *const axis[RA_MAX_RANK] = {"i", "j", "i2", "i3", "i4", "i5", "i6", "i7"};
+  for (int i = 0; i < shape->rank; i++)
+    op->vars[i] = ra_new_var(B, axis[i], shape->dims[i], false);
+  ctx_vec_push(B->arena, &B->ops, op);
+  return op;
+}
+
+void ra_emit_op(RaBuilder *B, RaOp *op) {
+  RaStmt *s = CTX_NEW(B->arena, RaStmt);
+  s->kind = RA_STMT_OP;
+  s->op = op;
+  ctx_vec_push(B->arena, B->block, s);
+}
+
+static RaBlock to_block(CtxVec v) {
+  RaBlock b = {(RaStmt **)v.items, v.len};
+  return b;
+}
+
+/* An operator [name] holding [e] (or field [field] of it) at every index. */
+static RaOp *materialize(RaBuilder *B, const char *name, const AstExpr *e, int field,
+                         const SemaType *t) {
+  RaShape shape = ra_shape_of(t);
+  RaOp *op = ra_new_op(B, name, &shape, e->span);
+  RaExpr *idx[RA_MAX_RANK];
+  for (int i = 0; i < shape.rank; i++) idx[i] = ra_var_ref(B, op->vars[i]);
+  op->body = field < 0 ? ra_lower(B, e, idx) : ra_lower_field(B, e, field, idx);
+  ra_emit_op(B, op);
+  return op;
+}
+
+static void bind_op(RaBuilder *B, const char *name, RaOp *op) {
+  B->scope = ra_bind(B, B->scope, name, B_OP);
+  B->scope->op = op;
+}
+
+/* let y[i, j] = body */
+static void lower_index_let(RaBuilder *B, const AstStmt *s) {
+  RaShape shape;
+  memset(&shape, 0, sizeof shape);
+  shape.rank = s->u.let.nidx;
+  shape.size = 1;
+  for (int i = 0; i < shape.rank; i++) {
+    shape.dims[i] = sema_extent_of(B->m, &s->u.let.idx[i]);
+    shape.size *= shape.dims[i];
+  }
+  RaOp *op = ra_new_op(B, s->u.let.names[0].id, &shape, s->span);
+  RaBinding *saved = B->scope;
+  for (int i = 0; i < shape.rank; i++) {
+    op->vars[i]->name = s->u.let.idx[i].id;
+    B->scope = ra_bind(B, B->scope, s->u.let.idx[i].id, B_VAR);
+    B->scope->var = op->vars[i];
+  }
+  B->bound_vars += shape.rank;
+  op->body = ra_lower(B, s->u.let.value, NULL);
+  B->bound_vars -= shape.rank;
+  B->scope = saved;
+  ra_emit_op(B, op);
+  bind_op(B, s->u.let.names[0].id, op);
+}
+
+/* let (a, b) = value: fields of a recursive call are bound, not copied. */
+static void lower_destructure(RaBuilder *B, const AstStmt *s) {
+  const AstExpr *v = s->u.let.value;
+  const SemaType *t = ra_type(B, v);
+  int rec = -1;
+  for (int i = 0; v->kind == AST_CALL && i < B->p->nfuncs; i++)
+    if (strcmp(B->p->funcs[i].name, v->u.call.callee) == 0) rec = i;
+  if (rec >= 0) {
+    RaExpr *dep = ra_node_dep(B, v->u.call.args[0]);
+    for (int k = 0; k < s->u.let.nnames; k++) {
+      B->scope = ra_bind(B, B->scope, s->u.let.names[k].id, B_REC);
+      B->scope->index = rec;
+      B->scope->field = k;
+      B->scope->dep = dep;
+    }
+    return;
+  }
+  for (int k = 0; k < s->u.let.nnames; k++) {
+    const char *name = s->u.let.names[k].id;
+    bind_op(B, name, materialize(B, name, v, k, t->fields[k]));
+  }
+}
+
+static void lower_block(RaBuilder *B, const AstBlock *b, CtxVec *out);
+
+static void lower_return(RaBuilder *B, const AstStmt *s) {
+  RaFunc *fn = B->fn;
+  const AstExpr *v = s->u.ret.value;
+  RaStmt *st = CTX_NEW(B->arena, RaStmt);
+  st->kind = RA_STMT_RETURN;
+  st->results = CTX_NEW_ARRAY(B->arena, RaOp *, fn->nfields);
+  const SemaType *t = ra_type(B, v);
+  for (int k = 0; k < fn->nfields; k++) {
+    const AstExpr *part = v->kind == AST_TUPLE ? v->u.list.elems[k] : v;
+    if (part->kind == AST_NAME) { /* an operator already */
+      const char *id = part->u.name.id;
+      for (RaBinding *b = B->scope; b; b = b->next)
+        if (strcmp(b->name, id) == 0) {
+          if (b->kind == B_OP) st->results[k] = b->op;
+          break;
+        }
+      if (st->results[k]) continue;
+    }
+    const char *fname = fn->field_names[k] ? fn->field_names[k]
+                                           : ctx_arena_printf(B->arena, "ret%d", k);
+    const char *name = ctx_arena_printf(B->arena, "%s.%s", fn->name, fname);
+    bool tuple = t->kind == SEMA_TUPLE && v->kind != AST_TUPLE;
+    st->results[k] = materialize(B, name, v->kind == AST_TUPLE ? part : v, tuple ? k : -1,
+                                 t->kind == SEMA_TUPLE ? t->fields[k] : t);
+  }
+  ctx_vec_push(B->arena, B->block, st);
+}
+
+static bool is_leaf_test(const AstExpr *c) {
+  return c->kind == AST_CALL && strcmp(c->u.call.callee, "leaf") == 0;
+}
+
+static void lower_if(RaBuilder *B, const AstStmt *s) {
+  RaStmt *st = CTX_NEW(B->arena, RaStmt);
+  st->kind = RA_STMT_IF;
+  st->cond = ra_lower(B, s->u.if_.cond, NULL);
+  bool in_leaf = B->in_leaf;
+  CtxVec then = {0}, els = {0};
+  B->in_leaf = in_leaf || is_leaf_test(s->u.if_.cond);
+  lower_block(B, &s->u.if_.then, &then);
+  B->in_leaf = in_leaf;
+  if (s->u.if_.els) lower_block(B, s->u.if_.els, &els);
+  st->then = to_block(then);
+  st->els = to_block(els);
+  ctx_vec_push(B->arena, B->block, st);
+}
+
+static void lower_stmt(RaBuilder *B, const AstStmt *s) {
+  switch (s->kind) {
+  case AST_LET:
+    if (s->u.let.nidx) lower_index_let(B, s);
+    else if (s->u.let.destructure) lower_destructure(B, s);
+    else {
+      const SemaType *t = ra_type(B, s->u.let.value);
+      const char *name = s->u.let.names[0].id;
+      if (t && t->kind == SEMA_TUPLE) { /* let r = f(...): r.h later */
+        B->scope = ra_bind(B, B->scope, name, B_EXPR);
+        B->scope->expr = s->u.let.value;
+        B->scope->scope = B->scope->next;
+      } else {
+        bind_op(B, name, materialize(B, name, s->u.let.value, -1, t));
+      }
+    }
+    break;
+  case AST_IF: lower_if(B, s); break;
+  case AST_RETURN: lower_return(B, s); break;
+  case AST_FOR: ra_unsupported(B, s->span, "'for' (use sum(k in n.children) ...)"); break;
+  }
+}
+
+/* Lowers [b] into [out]; names bound inside stay inside. */
+static void lower_block(RaBuilder *B, const AstBlock *b, CtxVec *out) {
+  CtxVec *saved_block = B->block;
+  RaBinding *saved_scope = B->scope;
+  B->block = out;
+  for (int i = 0; i < b->n && !B->failed; i++) lower_stmt(B, b->stmts[i]);
+  B->block = saved_block;
+  B->scope = saved_scope;
+}
+
+/* ---- the program ---------------------------------------------------------------- */
+
+static void build_interface(RaBuilder *B) {
+  const SemaModel *m = B->m;
+  RaProgram *p = B->p;
+  p->name = m->name;
+  p->kind = m->structure.kind;
+  p->max_arity = m->structure.max_arity;
+  p->ninputs = m->ninputs;
+  p->inputs = CTX_NEW_ARRAY(B->arena, RaInput, m->ninputs);
+  for (int i = 0; i < m->ninputs; i++) {
+    RaInput *in = &p->inputs[i];
+    in->name = m->inputs[i].name;
+    in->is_int = m->inputs[i].row->elem == SEMA_I32;
+    in->row = ra_shape_of(m->inputs[i].row);
+    in->offset = p->values_per_node;
+    p->values_per_node += in->row.size;
+    B->globals = ra_bind(B, B->globals, in->name, B_INPUT);
+    B->globals->index = i;
+  }
+  p->nparams = m->nparams;
+  p->params = CTX_NEW_ARRAY(B->arena, RaParam, m->nparams);
+  for (int i = 0; i < m->nparams; i++) {
+    p->params[i].name = m->params[i].name;
+    p->params[i].shape = ra_shape_of(m->params[i].type);
+    B->globals = ra_bind(B, B->globals, p->params[i].name, B_PARAM);
+    B->globals->index = i;
+  }
+  for (int i = 0; i < m->ndims; i++) {
+    B->globals = ra_bind(B, B->globals, m->dims[i].name, B_CONST);
+    B->globals->value = m->dims[i].value;
+  }
+}
+
+/* The rec functions' signatures, so that calls between them resolve. */
+static void declare_funcs(RaBuilder *B) {
+  const SemaModel *m = B->m;
+  RaProgram *p = B->p;
+  p->funcs = CTX_NEW_ARRAY(B->arena, RaFunc, m->nfuncs);
+  for (int i = 0; i < m->nfuncs; i++) {
+    if (!m->funcs[i].is_rec) continue;
+    RaFunc *fn = &p->funcs[p->nfuncs++];
+    const SemaType *t = m->funcs[i].result;
+    bool tuple = t->kind == SEMA_TUPLE;
+    fn->name = m->funcs[i].item->name.id;
+    fn->nfields = tuple ? t->nfields : 1;
+    fn->fields = CTX_NEW_ARRAY(B->arena, RaShape, fn->nfields);
+    fn->field_names = CTX_NEW_ARRAY(B->arena, const char *, fn->nfields);
+    for (int k = 0; k < fn->nfields; k++) {
+      fn->fields[k] = ra_shape_of(tuple ? t->fields[k] : t);
+      fn->field_names[k] = tuple && t->names ? t->names[k] : NULL;
+    }
+  }
+}
+
+static void build_func(RaBuilder *B, RaFunc *fn, const AstItem *item) {
+  memset(&B->ops, 0, sizeof B->ops);
+  B->fn = fn;
+  B->temps = 0;
+  B->in_leaf = false;
+  B->scope = ra_bind(B, B->globals, item->params[0].name, B_NODE);
+  CtxVec body = {0};
+  lower_block(B, &item->body, &body);
+  fn->body = to_block(body);
+  fn->ops = (RaOp **)B->ops.items;
+  fn->nops = B->ops.len;
+}
+
+/* output f(root(t)) or f(root(t)).field */
+static void build_output(RaBuilder *B) {
+  const AstExpr *e = B->m->output;
+  const char *field = NULL;
+  if (e->kind == AST_MEMBER) {
+    field = e->u.member.field;
+    e = e->u.member.base;
+  }
+  RaProgram *p = B->p;
+  for (int i = 0; i < p->nfuncs; i++) {
+    if (strcmp(p->funcs[i].name, e->u.call.callee) != 0) continue;
+    p->out_func = i;
+    for (int k = 0; field && k < p->funcs[i].nfields; k++)
+      if (p->funcs[i].field_names[k] && strcmp(p->funcs[i].field_names[k], field) == 0)
+        p->out_field = k;
+    p->out_shape = p->funcs[i].fields[p->out_field];
+    return;
+  }
+  CTX_ICE(B->diag, "output function '%s' not found", e->u.call.callee);
+  B->failed = true;
+}
+
+RaProgram *ra_build(CtxArena *arena, CtxDiag *diag, const SemaModel *m) {
+  RaBuilder B;
+  memset(&B, 0, sizeof B);
+  B.arena = arena;
+  B.diag = diag;
+  B.m = m;
+  B.p = CTX_NEW(arena, RaProgram);
+  build_interface(&B);
+  declare_funcs(&B);
+  for (int i = 0, r = 0; i < m->nfuncs && !B.failed; i++)
+    if (m->funcs[i].is_rec) build_func(&B, &B.p->funcs[r++], m->funcs[i].item);
+  if (!B.failed) build_output(&B);
+  if (B.failed || diag->ice) return NULL;
+  return ra_verify(B.p, diag) ? B.p : NULL;
+}

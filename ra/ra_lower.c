@@ -1,0 +1,461 @@
+/* ra_lower.c — lowering checked expressions to RA's index form.
+ *
+ * ra_lower(e, idx) returns the scalar expression for the element of [e] at
+ * the index expressions [idx] (one per axis of e's type). Elementwise
+ * operations pass the index through; a slice shifts it; a concatenation
+ * selects on the first index; a matrix product becomes a sum over its inner
+ * axis — materialized as an operator of its own when none of its operands
+ * can depend on a reduction variable, inlined otherwise. A `def` call is
+ * inlined by substitution: its parameters and locals stand for expressions
+ * lowered where they are used (B_EXPR bindings), so a def works inside a
+ * reduction as well as outside. Sema has checked every expression, so shapes
+ * agree and names resolve; what RA cannot express yet is reported here.
+ */
+#include "ra/ra_int.h"
+
+#include <string.h>
+
+/* ---- small constructors ------------------------------------------------------ */
+
+static RaExpr *new_expr(RaBuilder *B, RaExprKind kind) {
+  RaExpr *e = CTX_NEW(B->arena, RaExpr);
+  e->kind = kind;
+  return e;
+}
+
+RaExpr *ra_const(RaBuilder *B, double v) {
+  RaExpr *e = new_expr(B, RA_CONST);
+  e->value = v;
+  return e;
+}
+
+RaExpr *ra_var_ref(RaBuilder *B, RaVar *v) {
+  RaExpr *e = new_expr(B, RA_VAR);
+  e->var = v;
+  return e;
+}
+
+static RaExpr *binary(RaBuilder *B, int op, RaExpr *a, RaExpr *b) {
+  RaExpr *e = new_expr(B, RA_BINARY);
+  e->op = op;
+  e->a = a;
+  e->b = b;
+  return e;
+}
+
+static RaExpr *unary(RaBuilder *B, int fn, RaExpr *a) {
+  RaExpr *e = new_expr(B, RA_UNARY);
+  e->op = fn;
+  e->a = a;
+  return e;
+}
+
+/* [a] + [c], folding a zero offset away. */
+static RaExpr *offset(RaBuilder *B, RaExpr *a, RaExpr *c) {
+  if (c->kind == RA_CONST && c->value == 0) return a;
+  if (a->kind == RA_CONST && c->kind == RA_CONST) return ra_const(B, a->value + c->value);
+  return binary(B, RA_ADD, a, c);
+}
+
+static RaExpr *read(RaBuilder *B, RaSrcKind src, int index, RaExpr **idx, int n) {
+  RaExpr *e = new_expr(B, RA_READ);
+  e->src = src;
+  e->index = index;
+  e->nidx = n;
+  e->idx = CTX_NEW_ARRAY(B->arena, RaExpr *, n);
+  if (n) memcpy(e->idx, idx, sizeof(RaExpr *) * (size_t)n);
+  return e;
+}
+
+RaVar *ra_new_var(RaBuilder *B, const char *name, long extent, bool over_deps) {
+  RaVar *v = CTX_NEW(B->arena, RaVar);
+  v->name = name;
+  v->id = B->fn->nvars++;
+  v->extent = extent;
+  v->over_deps = over_deps;
+  return v;
+}
+
+RaBinding *ra_bind(RaBuilder *B, RaBinding *up, const char *name, RaBindKind kind) {
+  RaBinding *b = CTX_NEW(B->arena, RaBinding);
+  b->name = name;
+  b->kind = kind;
+  b->next = up;
+  return b;
+}
+
+static RaBinding *lookup(RaBuilder *B, const char *name) {
+  for (RaBinding *b = B->scope; b; b = b->next)
+    if (strcmp(b->name, name) == 0) return b;
+  return NULL;
+}
+
+void ra_unsupported(RaBuilder *B, CtxSpan span, const char *what) {
+  ctx_diag_error(B->diag, span, "%s is not supported by RA yet", what);
+  B->failed = true;
+}
+
+RaShape ra_shape_of(const SemaType *t) {
+  RaShape s;
+  memset(&s, 0, sizeof s);
+  s.size = 1;
+  if (!t || t->kind != SEMA_TENSOR) return s;
+  s.rank = t->rank;
+  for (int i = 0; i < t->rank; i++) {
+    s.dims[i] = t->dims[i];
+    s.size *= t->dims[i];
+  }
+  return s;
+}
+
+const SemaType *ra_type(RaBuilder *B, const AstExpr *e) {
+  const SemaType *t = sema_type_of(B->m, e);
+  if (!t) CTX_ICE(B->diag, "expression at %d:%d has no type", e->span.line, e->span.col);
+  return t;
+}
+
+/* Rank of [e]'s type; 0 for integers (sema does not type every subscript). */
+static int rank_of(RaBuilder *B, const AstExpr *e) {
+  const SemaType *t = sema_type_of(B->m, e);
+  return t && t->kind == SEMA_TENSOR ? t->rank : 0;
+}
+
+/* An error stand-in after a reported problem. */
+static RaExpr *failed(RaBuilder *B) {
+  B->failed = true;
+  return ra_const(B, 0);
+}
+
+/* ---- names, nodes and calls ---------------------------------------------------- */
+
+/* Lowers [e] with B->scope set to [scope]. */
+static RaExpr *lower_in(RaBuilder *B, RaBinding *scope, const AstExpr *e, int field,
+                        RaExpr **idx) {
+  RaBinding *saved = B->scope;
+  B->scope = scope;
+  RaExpr *r = field < 0 ? ra_lower(B, e, idx) : ra_lower_field(B, e, field, idx);
+  B->scope = saved;
+  return r;
+}
+
+static RaExpr *lower_name(RaBuilder *B, const AstExpr *e, RaExpr **idx) {
+  RaBinding *b = lookup(B, e->u.name.id);
+  int n = rank_of(B, e);
+  if (!b) {
+    CTX_ICE(B->diag, "unbound name '%s' after sema", e->u.name.id);
+    return failed(B);
+  }
+  switch (b->kind) {
+  case B_OP: return read(B, RA_SRC_OP, b->op->id, idx, n);
+  case B_PARAM: return read(B, RA_SRC_PARAM, b->index, idx, n);
+  case B_VAR: return ra_var_ref(B, b->var);
+  case B_CONST: return ra_const(B, (double)b->value);
+  case B_REC: {
+    RaExpr *r = read(B, RA_SRC_REC, b->index, idx, n);
+    r->field = b->field < 0 ? 0 : b->field;
+    r->dep = b->dep;
+    return r;
+  }
+  case B_EXPR: return lower_in(B, b->scope, b->expr, -1, idx);
+  case B_FIELD: return lower_in(B, b->scope, b->expr, b->field, idx);
+  default: break;
+  }
+  ra_unsupported(B, e->span, "using this name as a value");
+  return failed(B);
+}
+
+RaExpr *ra_node_dep(RaBuilder *B, const AstExpr *arg) {
+  if (arg->kind == AST_MEMBER && strcmp(arg->u.member.field, "prev") == 0)
+    return ra_const(B, 0);
+  if (arg->kind == AST_INDEX && arg->u.index.nsubs == 1 && !arg->u.index.subs[0].is_slice)
+    return ra_lower(B, arg->u.index.subs[0].index, NULL);
+  ra_unsupported(B, arg->span, "this node expression");
+  return NULL;
+}
+
+static int rec_index(RaBuilder *B, const char *name) {
+  for (int i = 0; i < B->p->nfuncs; i++)
+    if (strcmp(B->p->funcs[i].name, name) == 0) return i;
+  return -1;
+}
+
+static const AstItem *def_item(RaBuilder *B, const char *name) {
+  for (int i = 0; i < B->m->nfuncs; i++)
+    if (!B->m->funcs[i].is_rec && strcmp(B->m->funcs[i].item->name.id, name) == 0)
+      return B->m->funcs[i].item;
+  return NULL;
+}
+
+/* Binds a def's shape variables (names in its parameter types that are not
+ * dims) to the sizes of the arguments. */
+static RaBinding *bind_shape_vars(RaBuilder *B, RaBinding *env, const AstItem *def,
+                                  const AstExpr *call) {
+  for (int i = 0; i < def->nparams && i < call->u.call.nargs; i++) {
+    const AstType *pt = def->params[i].type;
+    const SemaType *at = ra_type(B, call->u.call.args[i]);
+    for (int d = 0; pt->kind <= AST_TYPE_I32 && d < pt->ndims && at && d < at->rank; d++) {
+      const AstExpr *x = pt->dims[d];
+      if (x->kind != AST_NAME) continue;
+      RaBinding *g = NULL;
+      for (RaBinding *b = B->globals; b && !g; b = b->next)
+        if (strcmp(b->name, x->u.name.id) == 0) g = b;
+      if (g) continue;
+      env = ra_bind(B, env, x->u.name.id, B_CONST);
+      env->value = at->dims[d];
+    }
+  }
+  return env;
+}
+
+/* Inlines a def call: returns its result expression (or tuple) and, in
+ * [*scope], the bindings it is to be lowered in. */
+static const AstExpr *inline_def(RaBuilder *B, const AstItem *def, const AstExpr *call,
+                                 RaBinding **scope) {
+  RaBinding *env = bind_shape_vars(B, B->globals, def, call);
+  for (int i = 0; i < def->nparams; i++) {
+    env = ra_bind(B, env, def->params[i].name, B_EXPR);
+    env->expr = call->u.call.args[i];
+    env->scope = B->scope;
+  }
+  for (int i = 0; i < def->body.n; i++) {
+    const AstStmt *s = def->body.stmts[i];
+    if (s->kind == AST_RETURN) {
+      *scope = env;
+      return s->u.ret.value;
+    }
+    if (s->kind != AST_LET || s->u.let.nidx) {
+      ra_unsupported(B, s->span, "this statement in a def");
+      return NULL;
+    }
+    for (int k = 0; k < s->u.let.nnames; k++) {
+      RaBinding *b = ra_bind(B, env, s->u.let.names[k].id,
+                             s->u.let.destructure ? B_FIELD : B_EXPR);
+      b->expr = s->u.let.value;
+      b->field = k;
+      b->scope = env;
+      env = b;
+    }
+  }
+  ra_unsupported(B, call->span, "a def without a final return");
+  return NULL;
+}
+
+static RaExpr *lower_call(RaBuilder *B, const AstExpr *e, int field, RaExpr **idx) {
+  static const struct { const char *name; RaFn fn; } fns[] = {
+      {"sigmoid", RA_FN_SIGMOID}, {"tanh", RA_FN_TANH}, {"relu", RA_FN_RELU},
+      {"exp", RA_FN_EXP},         {"log", RA_FN_LOG},   {"sqrt", RA_FN_SQRT},
+      {"abs", RA_FN_ABS}};
+  const char *f = e->u.call.callee;
+  for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
+    if (strcmp(f, fns[i].name) == 0)
+      return unary(B, fns[i].fn, ra_lower(B, e->u.call.args[0], idx));
+  if (strcmp(f, "leaf") == 0)
+    return binary(B, RA_EQ, new_expr(B, RA_NUM_DEPS), ra_const(B, 0));
+  int r = rec_index(B, f);
+  if (r >= 0) {
+    int n = field >= 0 ? B->p->funcs[r].fields[field].rank : rank_of(B, e);
+    RaExpr *x = read(B, RA_SRC_REC, r, idx, n);
+    x->field = field < 0 ? 0 : field;
+    x->dep = ra_node_dep(B, e->u.call.args[0]);
+    return x->dep ? x : failed(B);
+  }
+  const AstItem *def = def_item(B, f);
+  if (def) {
+    RaBinding *scope = NULL;
+    const AstExpr *ret = inline_def(B, def, e, &scope);
+    return ret ? lower_in(B, scope, ret, field, idx) : failed(B);
+  }
+  ra_unsupported(B, e->span, "this call");
+  return failed(B);
+}
+
+/* ---- subscripts, members, concatenation ---------------------------------------- */
+
+/* The index of [base] for `base[subs]` at [idx]: a plain subscript fixes an
+ * axis, a slice shifts an output axis, missing trailing axes pass through. */
+static RaExpr *lower_index(RaBuilder *B, const AstExpr *e, RaExpr **idx) {
+  const AstExpr *base = e->u.index.base;
+  if (base->kind == AST_NAME) {
+    RaBinding *b = lookup(B, base->u.name.id);
+    if (b && b->kind == B_INPUT) { /* words[n], x[n]: the node's row */
+      RaInput *in = &B->p->inputs[b->index];
+      if (!B->in_leaf) in->read_at_internal = true;
+      return read(B, RA_SRC_INPUT, b->index, idx, in->row.rank);
+    }
+  }
+  int rank = rank_of(B, base), j = 0;
+  RaExpr *v[RA_MAX_RANK];
+  for (int a = 0; a < rank; a++) {
+    const AstSubscript *s = a < e->u.index.nsubs ? &e->u.index.subs[a] : NULL;
+    if (s && !s->is_slice) {
+      v[a] = ra_lower(B, s->index, NULL);
+      const RaExpr *x = v[a];
+      if (x->kind == RA_READ && x->src == RA_SRC_INPUT && B->p->inputs[x->index].is_int &&
+          base->kind == AST_NAME) { /* a word id selects a row: bound it */
+        RaInput *in = &B->p->inputs[x->index];
+        const SemaType *bt = ra_type(B, base);
+        if (in->bound == 0 || bt->dims[a] < in->bound) in->bound = bt->dims[a];
+      }
+    } else {
+      RaExpr *lo = s && s->lo ? ra_lower(B, s->lo, NULL) : ra_const(B, 0);
+      v[a] = offset(B, idx[j++], lo);
+    }
+  }
+  return ra_lower(B, base, v);
+}
+
+static RaExpr *lower_member(RaBuilder *B, const AstExpr *e, RaExpr **idx) {
+  const char *f = e->u.member.field;
+  if (strcmp(f, "num_children") == 0 || strcmp(f, "num_preds") == 0)
+    return new_expr(B, RA_NUM_DEPS);
+  const SemaType *t = ra_type(B, e->u.member.base);
+  for (int i = 0; t && t->kind == SEMA_TUPLE && i < t->nfields; i++)
+    if (t->names && t->names[i] && strcmp(t->names[i], f) == 0)
+      return ra_lower_field(B, e->u.member.base, i, idx);
+  ra_unsupported(B, e->span, "this member access");
+  return failed(B);
+}
+
+/* [a; b; ...]: the part that holds index idx[0]. */
+static RaExpr *lower_concat(RaBuilder *B, AstExpr *const *parts, int n, RaExpr **idx) {
+  long off[64], total = 0;
+  if (n > 64) {
+    ra_unsupported(B, parts[0]->span, "a concatenation of more than 64 parts");
+    return failed(B);
+  }
+  for (int i = 0; i < n; i++) {
+    off[i] = total;
+    total += ra_type(B, parts[i])->dims[0];
+  }
+  RaExpr *v[RA_MAX_RANK], *result = NULL;
+  int rank = rank_of(B, parts[0]);
+  for (int i = n - 1; i >= 0; i--) {
+    memcpy(v, idx, sizeof(RaExpr *) * (size_t)rank);
+    v[0] = offset(B, idx[0], ra_const(B, (double)-off[i]));
+    RaExpr *part = ra_lower(B, parts[i], v);
+    if (!result) {
+      result = part;
+      continue;
+    }
+    RaExpr *sel = new_expr(B, RA_SELECT);
+    sel->c = binary(B, RA_LT, idx[0], ra_const(B, (double)(off[i] + ra_type(B, parts[i])->dims[0])));
+    sel->a = part;
+    sel->b = result;
+    result = sel;
+  }
+  return result;
+}
+
+/* ---- products and reductions ---------------------------------------------------- */
+
+/* sum(k < K) lhs[i, k] * rhs[k (, j)] at [idx]. */
+static RaExpr *product_at(RaBuilder *B, const AstExpr *e, RaExpr **idx) {
+  const SemaType *lt = ra_type(B, e->u.binary.lhs);
+  int rrank = rank_of(B, e->u.binary.rhs);
+  RaVar *k = ra_new_var(B, "k", lt->dims[1], false);
+  RaExpr *li[2] = {idx[0], ra_var_ref(B, k)};
+  RaExpr *ri[2] = {ra_var_ref(B, k), rrank == 2 ? idx[1] : NULL};
+  B->bound_vars++;
+  RaExpr *prod = binary(B, RA_MUL, ra_lower(B, e->u.binary.lhs, li),
+                        ra_lower(B, e->u.binary.rhs, ri));
+  B->bound_vars--;
+  RaExpr *r = new_expr(B, RA_REDUCE);
+  r->op = RA_SUM;
+  r->var = k;
+  r->a = prod;
+  return r;
+}
+
+/* A matrix product: an operator of its own unless it may depend on a
+ * reduction variable in scope, where it is computed in place. */
+static RaExpr *lower_matmul(RaBuilder *B, const AstExpr *e, RaExpr **idx) {
+  if (B->bound_vars > 0) return product_at(B, e, idx);
+  RaShape shape = ra_shape_of(ra_type(B, e));
+  const char *name = ctx_arena_printf(B->arena, "%s.mm%d", B->fn->name, ++B->temps);
+  RaOp *op = ra_new_op(B, name, &shape, e->span);
+  RaExpr *vars[RA_MAX_RANK];
+  for (int i = 0; i < shape.rank; i++) vars[i] = ra_var_ref(B, op->vars[i]);
+  op->body = product_at(B, e, vars);
+  ra_emit_op(B, op);
+  return read(B, RA_SRC_OP, op->id, idx, shape.rank);
+}
+
+static RaExpr *lower_reduce(RaBuilder *B, const AstExpr *e, RaExpr **idx) {
+  bool deps = e->u.reduce.range != NULL;
+  long extent = deps ? B->p->max_arity : sema_extent_of(B->m, &e->u.reduce.var);
+  RaVar *k = ra_new_var(B, e->u.reduce.var, extent, deps);
+  RaBinding *saved = B->scope;
+  B->scope = ra_bind(B, B->scope, e->u.reduce.var, B_VAR);
+  B->scope->var = k;
+  B->bound_vars++;
+  RaExpr *r = new_expr(B, RA_REDUCE);
+  r->op = e->u.reduce.op == AST_OP_MAX ? RA_MAX : RA_SUM;
+  r->var = k;
+  r->a = ra_lower(B, e->u.reduce.body, idx);
+  B->bound_vars--;
+  B->scope = saved;
+  return r;
+}
+
+static int bin_op(AstOp op) {
+  switch (op) {
+  case AST_OP_ADD: return RA_ADD;
+  case AST_OP_SUB: return RA_SUB;
+  case AST_OP_MUL: return RA_MUL;
+  case AST_OP_DIV: return RA_DIV;
+  case AST_OP_EQ: return RA_EQ;
+  case AST_OP_NE: return RA_NE;
+  case AST_OP_LT: return RA_LT;
+  case AST_OP_LE: return RA_LE;
+  case AST_OP_GT: return RA_GT;
+  case AST_OP_GE: return RA_GE;
+  case AST_OP_AND: return RA_AND;
+  default: return RA_OR;
+  }
+}
+
+static RaExpr *lower_binary(RaBuilder *B, const AstExpr *e, RaExpr **idx) {
+  if (e->u.binary.op == AST_OP_MATMUL) return lower_matmul(B, e, idx);
+  const AstExpr *l = e->u.binary.lhs, *r = e->u.binary.rhs;
+  return binary(B, bin_op(e->u.binary.op), ra_lower(B, l, rank_of(B, l) ? idx : NULL),
+                ra_lower(B, r, rank_of(B, r) ? idx : NULL));
+}
+
+RaExpr *ra_lower(RaBuilder *B, const AstExpr *e, RaExpr **idx) {
+  switch (e->kind) {
+  case AST_NUMBER: return ra_const(B, e->u.num.value);
+  case AST_NAME: return lower_name(B, e, idx);
+  case AST_UNARY:
+    return unary(B, e->u.unary.op == AST_OP_NEG ? RA_FN_NEG : RA_FN_NOT,
+                 ra_lower(B, e->u.unary.operand, idx));
+  case AST_BINARY: return lower_binary(B, e, idx);
+  case AST_CALL:
+    if (strcmp(e->u.call.callee, "concat") == 0)
+      return lower_concat(B, e->u.call.args, e->u.call.nargs, idx);
+    return lower_call(B, e, -1, idx);
+  case AST_INDEX: return lower_index(B, e, idx);
+  case AST_MEMBER: return lower_member(B, e, idx);
+  case AST_CONCAT: return lower_concat(B, e->u.list.elems, e->u.list.n, idx);
+  case AST_REDUCE: return lower_reduce(B, e, idx);
+  default: break;
+  }
+  ra_unsupported(B, e->span, "this expression");
+  return failed(B);
+}
+
+RaExpr *ra_lower_field(RaBuilder *B, const AstExpr *e, int field, RaExpr **idx) {
+  if (e->kind == AST_TUPLE) return ra_lower(B, e->u.list.elems[field], idx);
+  if (e->kind == AST_CALL) return lower_call(B, e, field, idx);
+  if (e->kind == AST_NAME) {
+    RaBinding *b = lookup(B, e->u.name.id);
+    if (b && b->kind == B_REC) {
+      RaExpr *x = read(B, RA_SRC_REC, b->index, idx, B->p->funcs[b->index].fields[field].rank);
+      x->field = field;
+      x->dep = b->dep;
+      return x;
+    }
+    if (b && b->kind == B_EXPR) return lower_in(B, b->scope, b->expr, field, idx);
+  }
+  ra_unsupported(B, e->span, "taking a field of this expression");
+  return failed(B);
+}
