@@ -36,6 +36,9 @@ RaExpr *ra_var_ref(RaBuilder *B, RaVar *v) {
 }
 
 static RaExpr *binary(RaBuilder *B, int op, RaExpr *a, RaExpr *b) {
+  if (a->kind == RA_CONST && b->kind == RA_CONST && op <= RA_MUL) /* dim arithmetic */
+    return ra_const(B, op == RA_ADD ? a->value + b->value
+                       : op == RA_SUB ? a->value - b->value : a->value * b->value);
   RaExpr *e = new_expr(B, RA_BINARY);
   e->op = op;
   e->a = a;
@@ -352,7 +355,8 @@ static RaExpr *lower_concat(RaBuilder *B, AstExpr *const *parts, int n, RaExpr *
 static RaExpr *product_at(RaBuilder *B, const AstExpr *e, RaExpr **idx) {
   const SemaType *lt = ra_type(B, e->u.binary.lhs);
   int rrank = rank_of(B, e->u.binary.rhs);
-  RaVar *k = ra_new_var(B, "k", lt->dims[1], false);
+  RaVar *k = ra_new_var(B, NULL, lt->dims[1], false);
+  k->name = ctx_arena_printf(B->arena, "r%d", k->id); /* never shadows a user's name */
   RaExpr *li[2] = {idx[0], ra_var_ref(B, k)};
   RaExpr *ri[2] = {ra_var_ref(B, k), rrank == 2 ? idx[1] : NULL};
   B->bound_vars++;
