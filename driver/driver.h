@@ -9,9 +9,24 @@
 #ifndef CTX_DRIVER_H
 #define CTX_DRIVER_H
 
-#include "sema/sema.h"
+#include "ra/ra.h"
 
 typedef enum { DUMP_NONE, DUMP_TOKENS, DUMP_AST } CtxDump;
+
+typedef enum { CTX_FORMAT_AUTO, CTX_FORMAT_PTB, CTX_FORMAT_NODES } CtxFormat;
+
+/* The options of `ctx run` (driver_run.c; see `ctx run --help`). */
+typedef struct {
+  const char *weights; /* --weights W.safetensors, or NULL: seeded defaults */
+  const char *input;   /* --input FILE */
+  const char *gen;     /* --gen SPEC */
+  const char *vocab;   /* --vocab FILE (bracketed trees only) */
+  const char *output;  /* --output OUT.npy, or NULL: print a summary */
+  CtxFormat format;    /* --format ptb|nodes */
+  bool all_nodes;      /* --all-nodes */
+  bool interp;         /* --interp: the float64 reference interpreter */
+  uint64_t seed;       /* --seed N for the default weights (default 0) */
+} CtxRunOptions;
 
 typedef struct {
   CtxDump dump;
@@ -21,6 +36,7 @@ typedef struct {
   bool syntax_only;     /* --syntax-only: parse, do not check */
   SemaDefine *defines;  /* -D NAME=VALUE */
   int ndefines;
+  CtxRunOptions run;    /* ctx run only */
 } CtxOptions;
 
 typedef struct {
@@ -39,9 +55,32 @@ void ctx_session_free(CtxSession *s);
  * diagnostics. */
 AstFile *ctx_pipeline_parse(CtxSession *s, const char *path);
 
+/* Resolves the `use` items of [model] and of what they import, depth first
+ * (driver_import.c): `use nn.lstm` loads the embedded stdlib module,
+ * registered as stdlib/nn/lstm.ctx; `use "x.ctx"` loads a file relative to
+ * the importing file's directory. Returns the files for sema_check (the model
+ * first) and sets [*nfiles], or NULL after reporting an unknown module, an
+ * unreadable file, an import cycle or a syntax error in an imported file. */
+AstFile **ctx_pipeline_imports(CtxSession *s, AstFile *model, int *nfiles);
+
 /* Runs the front end over every file of the options (ctx check). Returns an
  * exit code. */
 int ctx_pipeline_check(CtxSession *s);
+
+/* Parses and checks the model [path] (files[0] of the options) and builds its
+ * RA. Returns NULL after any error (reported to the session's diagnostics). */
+RaProgram *ctx_pipeline_ra(CtxSession *s, const char *path);
+
+/* ctx run: reads one option of the verb at argv[*i] (advancing [*i] past its
+ * value) into s->opts.run. Returns CTX_OPT_NOT_MINE for an option it does not
+ * know, CTX_OPT_TAKEN, or CTX_OPT_BAD after printing a usage error. */
+enum { CTX_OPT_NOT_MINE, CTX_OPT_TAKEN, CTX_OPT_BAD };
+#define CTX_RUN_USAGE "ctx run MODEL.ctx --interp [--input FILE | --gen SPEC] [options]"
+int ctx_run_option(int argc, char **argv, int *i, CtxOptions *o);
+
+/* ctx run: compiles the model, reads the input and the weights, runs the
+ * model and writes or prints its outputs. Returns an exit code. */
+int ctx_run(CtxSession *s);
 
 /* The exit code the session's diagnostics call for. */
 int ctx_session_exit_code(const CtxSession *s);

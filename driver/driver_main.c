@@ -19,6 +19,8 @@ typedef struct {
   const char *usage;
   const char *options; /* help text of the options, one per line */
   int (*run)(CtxSession *s);
+  /* the verb's own options (NULL: none); see ctx_run_option */
+  int (*option)(int argc, char **argv, int *i, CtxOptions *o);
 } Verb;
 
 static const char common_options[] =
@@ -32,6 +34,41 @@ static const char fmt_options[] =
     "  --error-limit=N    stop after N errors (default 20, 0 = no limit)\n"
     "  -h, --help         show this help\n";
 
+/* ctx run; every flag is an interface (docs/formats.md, driver_run.c). */
+static const char run_options[] =
+    "  --interp           run the float64 reference interpreter (required today:\n"
+    "                     the compiled CPU backend is not available yet)\n"
+    "  --input FILE       the input structures (without --input and --gen: a bundled\n"
+    "                     sample that fits the model, see below)\n"
+    "  --format ptb|nodes the input's format; default from its extension: .ptb,\n"
+    "                     .txt, .trees -> ptb (bracketed trees), .nodes -> nodes\n"
+    "  --vocab FILE       map the words of bracketed trees to ids (one word a line)\n"
+    "  --gen SPEC         generate the input instead, e.g. binary:leaves=20,count=10\n"
+    "                     (shapes binary, complete, nary, chain, grid, sequence; keys\n"
+    "                     count, seed, vocab, features, values; docs/formats.md);\n"
+    "                     vocab and features default to what the model reads\n"
+    "  --weights FILE     F32 safetensors named like the model's params (default:\n"
+    "                     seeded, uniform in [-0.1, 0.1])\n"
+    "  --seed N           the seed of the default weights (default 0)\n"
+    "  --output OUT.npy   write the outputs as float64 .npy [rows, ...] instead of\n"
+    "                     printing a summary\n"
+    "  --all-nodes        output every node (input order), not only the roots\n"
+    "  -D NAME=VALUE      override dim NAME (also -DNAME=VALUE)\n"
+    "  --error-limit=N    stop after N errors (default 20, 0 = no limit)\n"
+    "  -h, --help         show this help\n"
+    "\n"
+    "bundled samples (no --input, no --gen), looked up in DIR/data/ where DIR holds\n"
+    "the model, then in the source tree's examples/data/:\n"
+    "  binary trees, a word at each leaf      sst_sample.ptb\n"
+    "  n-ary trees (up to 3 children), words  tree_sample.nodes\n"
+    "  sequences of words                     seq_sample.nodes\n"
+    "  anything else (DAGs, features, V < 20000, ...) gets 3 generated structures\n"
+    "  with the model's vocab and features: grid:rows=3,cols=4 (DAGs),\n"
+    "  binary:leaves=6, chain:nodes=5 or nary:nodes=10 (trees), sequence:length=8\n"
+    "\n"
+    "exit codes: 0 ok, 1 errors in the model, 2 bad command line,\n"
+    "            3 bad input or weights, 70 internal compiler error\n";
+
 static int run_check(CtxSession *s) { return ctx_pipeline_check(s); }
 
 static int run_fmt(CtxSession *s) {
@@ -41,9 +78,12 @@ static int run_fmt(CtxSession *s) {
 
 static const Verb verbs[] = {
     {"check", "parse and check model (.ctx) and schedule (.sched) files",
-     "ctx check [options] FILE...", common_options, run_check},
+     "ctx check [options] FILE...", common_options, run_check, NULL},
     {"fmt", "print files in canonical form (what --dump=ast shows)",
-     "ctx fmt [options] FILE...", fmt_options, run_fmt},
+     "ctx fmt [options] FILE...", fmt_options, run_fmt, NULL},
+    {"run", "run a model (.ctx) on input structures",
+     CTX_RUN_USAGE, run_options,
+     ctx_run, ctx_run_option},
 };
 enum { NUM_VERBS = sizeof verbs / sizeof verbs[0] };
 
@@ -130,8 +170,11 @@ static int parse_args(const Verb *v, int argc, char **argv, CtxOptions *o) {
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i], *val;
     bool missing = false;
+    int taken = CTX_OPT_NOT_MINE;
     if (only_files || a[0] != '-' || a[1] == 0) {
       o->files[o->nfiles++] = a;
+    } else if (v->option && (taken = v->option(argc, argv, &i, o)) != CTX_OPT_NOT_MINE) {
+      if (taken == CTX_OPT_BAD) return CTX_EXIT_USAGE;
     } else if (strcmp(a, "--") == 0) {
       only_files = true;
     } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {

@@ -79,7 +79,31 @@ int ctx_pipeline_check(CtxSession *s) {
     if (!f || s->diag.errors > errors || s->opts.syntax_only || s->opts.dump != DUMP_NONE ||
         has_suffix(s->opts.files[i], ".sched"))
       continue;
-    sema_check(s->arena, &s->diag, &f, 1, s->opts.defines, s->opts.ndefines);
+    int nfiles;
+    AstFile **files = ctx_pipeline_imports(s, f, &nfiles);
+    if (files)
+      sema_check(s->arena, &s->diag, files, nfiles, s->opts.defines, s->opts.ndefines);
   }
   return ctx_session_exit_code(s);
+}
+
+/* parse -> sema -> RA for the model of ctx run. */
+RaProgram *ctx_pipeline_ra(CtxSession *s, const char *path) {
+  AstFile *f = ctx_pipeline_parse(s, path);
+  if (!f || s->diag.errors) return NULL;
+  int nfiles;
+  AstFile **files = ctx_pipeline_imports(s, f, &nfiles);
+  if (!files) return NULL;
+  SemaModel *m = sema_check(s->arena, &s->diag, files, nfiles, s->opts.defines,
+                            s->opts.ndefines);
+  if (!m || !m->output_func || s->diag.errors) { /* a module has no output */
+    if (!s->diag.errors) {
+      CtxSpan none = {0, 0, 0, 0, 0};
+      ctx_diag_error(&s->diag, none, "%s: no model to run", path);
+    }
+    return NULL;
+  }
+  RaProgram *p = ra_build(s->arena, &s->diag, m);
+  if (!p || s->diag.errors || !ra_verify(p, &s->diag)) return NULL;
+  return p;
 }

@@ -11,7 +11,8 @@ comments (`#` or `//`):
   # note: TEXT / note@+N:    a note (notes are only checked where declared)
   # runtime-error: TEXT      the run fails with exit code 3 and TEXT on stderr
   # flags: FLAGS             extra options for the default command
-  # args: ARGS               the whole command line; {file} is the test file
+  # args: ARGS               the whole command line; {file} is the test file,
+                             {dir} the directory it is in (for data next to it)
   # exit: N                  the exit code is N (otherwise derived from the above)
   # stderr: TEXT             stderr contains TEXT (for messages without a place)
 
@@ -118,7 +119,9 @@ def main():
     a = ap.parse_args()
     exp = parse_expectations(a.test)
     if exp["args"] is not None:
-        cmd = [a.ctx] + [x.replace("{file}", a.test) for x in shlex.split(exp["args"])]
+        here = os.path.dirname(a.test) or "."
+        cmd = [a.ctx] + [x.replace("{file}", a.test).replace("{dir}", here)
+                         for x in shlex.split(exp["args"])]
     else:
         cmd = [a.ctx, "check"] + exp["flags"] + [a.test]
     rc, out, err = run(cmd)

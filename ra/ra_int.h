@@ -45,6 +45,7 @@ typedef struct {
   int bound_vars;     /* reduction / index variables in scope */
   bool in_leaf;       /* inside the then-branch of `if leaf(n)` */
   int temps;          /* generated names */
+  CtxVec def_sigs;    /* pairs: a def's AstItem, its argument shapes (a string) */
   bool failed;
 } RaBuilder;
 

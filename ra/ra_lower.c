@@ -189,8 +189,8 @@ static const AstItem *def_item(RaBuilder *B, const char *name) {
   return NULL;
 }
 
-/* Binds a def's shape variables (names in its parameter types that are not
- * dims) to the sizes of the arguments. */
+/* Binds the shape variables of [def]'s parameter types (names that are not
+ * visible dims, alone or as c*V / V*c) to the sizes of the call's arguments. */
 static RaBinding *bind_shape_vars(RaBuilder *B, RaBinding *env, const AstItem *def,
                                   const AstExpr *call) {
   for (int i = 0; i < def->nparams && i < call->u.call.nargs; i++) {
@@ -198,23 +198,60 @@ static RaBinding *bind_shape_vars(RaBuilder *B, RaBinding *env, const AstItem *d
     const SemaType *at = ra_type(B, call->u.call.args[i]);
     for (int d = 0; pt->kind <= AST_TYPE_I32 && d < pt->ndims && at && d < at->rank; d++) {
       const AstExpr *x = pt->dims[d];
+      long scale = 1;
+      if (x->kind == AST_BINARY && x->u.binary.op == AST_OP_MUL) {
+        const AstExpr *l = x->u.binary.lhs, *r = x->u.binary.rhs;
+        const AstExpr *num = l->kind == AST_NUMBER ? l : r;
+        x = l->kind == AST_NUMBER ? r : l;
+        if (num->kind != AST_NUMBER || num->u.num.value < 1) continue;
+        scale = (long)num->u.num.value;
+      }
       if (x->kind != AST_NAME) continue;
-      RaBinding *g = NULL;
-      for (RaBinding *b = B->globals; b && !g; b = b->next)
-        if (strcmp(b->name, x->u.name.id) == 0) g = b;
-      if (g) continue;
+      bool bound = false;
+      for (RaBinding *b = env; b && !bound; b = b->next) bound = !strcmp(b->name, x->u.name.id);
+      if (bound) continue; /* a dim the def sees, or bound by an earlier parameter */
       env = ra_bind(B, env, x->u.name.id, B_CONST);
-      env->value = at->dims[d];
+      env->value = at->dims[d] / scale;
     }
   }
   return env;
+}
+
+/* Sema types a def's body once, at its first call; RA reads those types, so
+ * every call of a def must have the same argument shapes. */
+static bool same_shapes_as_before(RaBuilder *B, const AstItem *def, const AstExpr *call) {
+  CtxBuf sig;
+  ctx_buf_init(&sig);
+  for (int i = 0; i < call->u.call.nargs; i++) {
+    sema_print_type(&sig, ra_type(B, call->u.call.args[i]));
+    ctx_buf_putc(&sig, ';');
+  }
+  bool ok = true;
+  for (int i = 0; i + 1 < B->def_sigs.len; i += 2) {
+    if (B->def_sigs.items[i] != def) continue;
+    ok = strcmp(B->def_sigs.items[i + 1], ctx_buf_str(&sig)) == 0;
+    if (!ok)
+      ctx_diag_error(B->diag, call->span, "'%s' is called with other argument shapes (%s) "
+                     "than before (%s); RA supports one set of shapes per def for now",
+                     def->name.id, ctx_buf_str(&sig), (const char *)B->def_sigs.items[i + 1]);
+    ctx_buf_free(&sig);
+    B->failed |= !ok;
+    return ok;
+  }
+  ctx_vec_push(B->arena, &B->def_sigs, (void *)def);
+  ctx_vec_push(B->arena, &B->def_sigs, ctx_arena_strdup(B->arena, ctx_buf_str(&sig)));
+  ctx_buf_free(&sig);
+  return true;
 }
 
 /* Inlines a def call: returns its result expression (or tuple) and, in
  * [*scope], the bindings it is to be lowered in. */
 static const AstExpr *inline_def(RaBuilder *B, const AstItem *def, const AstExpr *call,
                                  RaBinding **scope) {
-  RaBinding *env = bind_shape_vars(B, B->globals, def, call);
+  if (!same_shapes_as_before(B, def, call)) return NULL;
+  /* A def of the model sees the model's dims; an imported one sees nothing. */
+  bool imported = def->span.file != B->m->output->span.file;
+  RaBinding *env = bind_shape_vars(B, imported ? NULL : B->globals, def, call);
   for (int i = 0; i < def->nparams; i++) {
     env = ra_bind(B, env, def->params[i].name, B_EXPR);
     env->expr = call->u.call.args[i];

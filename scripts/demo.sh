@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Sets up, builds, and runs ctx's main job on its built-in default: checking
-# every model and schedule of the model zoo in examples/, then printing the
-# TreeLSTM model in canonical form.
+# every model and schedule of the model zoo in examples/, printing the
+# TreeLSTM model in canonical form, then running TreeLSTM with the float64
+# interpreter on the bundled sample (examples/data/sst_sample.ptb) with the
+# seeded default weights.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -13,3 +15,5 @@ for f in examples/*.ctx examples/*.sched; do
 done
 echo
 ./build/driver/ctx fmt examples/treelstm.ctx
+echo
+./build/driver/ctx run examples/treelstm.ctx --interp

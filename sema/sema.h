@@ -66,7 +66,7 @@ typedef struct { const char *name; SemaType *row; CtxSpan span; } SemaInput;
 typedef struct { const char *name; SemaType *type; CtxSpan span; } SemaParam;
 
 typedef struct {
-  const AstItem *item; /* AST_REC or AST_DEF */
+  const AstItem *item; /* AST_REC or AST_DEF; an imported def's points into its file */
   bool is_rec;
   SemaType *result;    /* NULL for a def whose result uses shape variables */
 } SemaFunc;
@@ -89,10 +89,16 @@ typedef struct {
   SemaTable *types;
 } SemaModel;
 
-/* Checks the model in [files] (files[0] is the model file; later files are
- * imports, not yet supported) with the overrides [defines]. Errors go to
- * [diag]; everything is allocated in [arena]. Returns the model, or NULL
- * when [files] holds no declarations at all (an empty file has nothing to
+/* Checks the model in [files] with the overrides [defines]. files[0] is the
+ * model file; files[1..] are the files it imports, directly or not, already
+ * resolved and parsed by the caller (sema reads no files). An imported file
+ * may hold only `def` and `use` items (anything else is an error pointing
+ * into it); its defs are visible to the model and to every imported def, but
+ * an imported def sees none of the model's names; a def name is unique
+ * across all files. When files[0] itself holds only defs and uses it is
+ * checked as a module: no model, structure or output is required. Errors go
+ * to [diag]; everything is allocated in [arena]. Returns the model, or NULL
+ * when files[0] holds no declarations at all (an empty file has nothing to
  * check). When diag->errors grew, the model is incomplete: use it only for
  * diagnostics. */
 SemaModel *sema_check(CtxArena *arena, CtxDiag *diag, AstFile **files, int nfiles,

@@ -81,6 +81,26 @@ static SemaType *rec_call(Sema *S, Scope *scope, const AstExpr *e, Sym *f) {
   return sema_error_type(S);
 }
 
+/* A shape entry c * V or V * c whose V is not bound yet: binds V to
+ * [have] / c, so `g: f32[3*H]` alone fixes H. False when [d] has another
+ * form. */
+static bool solve_axis(Sema *S, Scope *vars, const AstExpr *d, long have, bool *ok) {
+  if (d->kind != AST_BINARY || d->u.binary.op != AST_OP_MUL) return false;
+  const AstExpr *v = d->u.binary.rhs, *c = d->u.binary.lhs;
+  if (v->kind != AST_NAME || sema_lookup(S, vars, v->u.name.id)) {
+    v = d->u.binary.lhs;
+    c = d->u.binary.rhs;
+  }
+  if (v->kind != AST_NAME || sema_lookup(S, vars, v->u.name.id)) return false;
+  long k;
+  *ok = sema_const_eval(S, vars, c, &k) && k > 0 && have % k == 0;
+  if (*ok) {
+    Sym *s = sema_bind(S, vars, v->u.name.id, v->span, SYM_SHAPEVAR);
+    s->type = sema_int_type(S, true, have / k);
+  }
+  return true;
+}
+
 /* Binds or checks one axis of a def parameter against an argument. */
 static bool bind_axis(Sema *S, Scope *vars, const AstExpr *d, long have) {
   if (d->kind == AST_NAME) {
@@ -91,6 +111,8 @@ static bool bind_axis(Sema *S, Scope *vars, const AstExpr *d, long have) {
       return true;
     }
   }
+  bool ok;
+  if (solve_axis(S, vars, d, have, &ok)) return ok;
   long want;
   return sema_const_eval(S, vars, d, &want) && want == have;
 }
@@ -107,22 +129,20 @@ static bool bind_param(Sema *S, Scope *vars, const AstField *p, const AstExpr *a
     ast_print_type(&b, pt);
     ctx_diag_error(S->diag, a->span, "argument '%s' must be %s, found %s", p->name,
                    ctx_buf_str(&b), sema_type_str(S, t));
+    ctx_diag_note(S->diag, p->name_span, "parameter '%s' is declared here", p->name);
     ctx_buf_free(&b);
   }
   return ok;
 }
 
-static SemaType *def_call(Sema *S, Scope *scope, const AstExpr *e, Sym *f) {
+/* Binds the parameters of [f] to the argument types [args] and checks its
+ * body at the first call; returns the result type. */
+static SemaType *instantiate(Sema *S, const AstExpr *e, Sym *f, SemaType **args) {
   const AstItem *it = f->item;
-  if (!want_args(S, e, it->nparams)) return sema_error_type(S);
   Scope *vars = CTX_NEW(S->arena, Scope);
   bool ok = true;
-  SemaType **args = CTX_NEW_ARRAY(S->arena, SemaType *, it->nparams);
-  for (int i = 0; i < it->nparams; i++) {
-    args[i] = sema_expr(S, scope, e->u.call.args[i]);
-    if (args[i]->kind == SEMA_ERROR) ok = false;
-    else ok &= bind_param(S, vars, &it->params[i], e->u.call.args[i], args[i]);
-  }
+  for (int i = 0; i < it->nparams; i++)
+    ok &= bind_param(S, vars, &it->params[i], e->u.call.args[i], args[i]);
   if (!ok) return sema_error_type(S);
   SemaType *result = f->type ? f->type : sema_resolve_type(S, vars, it->type);
   if (f->active) {
@@ -139,6 +159,25 @@ static SemaType *def_call(Sema *S, Scope *scope, const AstExpr *e, Sym *f) {
     sema_function_body(S, vars, it, result);
     f->active = false;
   }
+  return result;
+}
+
+/* Arguments are typed in the caller's scope; the def's shapes and body in
+ * its own (the library scope for an imported def: SEMA-LIB-SCOPE). */
+static SemaType *def_call(Sema *S, Scope *scope, const AstExpr *e, Sym *f) {
+  const AstItem *it = f->item;
+  if (!want_args(S, e, it->nparams)) return sema_error_type(S);
+  bool ok = true;
+  SemaType **args = CTX_NEW_ARRAY(S->arena, SemaType *, it->nparams);
+  for (int i = 0; i < it->nparams; i++) {
+    args[i] = sema_expr(S, scope, e->u.call.args[i]);
+    if (args[i]->kind == SEMA_ERROR) ok = false;
+  }
+  if (!ok) return sema_error_type(S);
+  Scope *top = S->top;
+  if (f->imported) S->top = &S->lib;
+  SemaType *result = instantiate(S, e, f, args);
+  S->top = top;
   return result;
 }
 

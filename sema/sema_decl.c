@@ -6,6 +6,12 @@
  * params and function signatures; (4) function bodies and the output. Later
  * steps work on whatever earlier ones could resolve, so one mistake is
  * reported once.
+ *
+ * Imported files (files[1..], resolved by the driver) hold only `def` and
+ * `use` items; their defs go to a library scope that the model sees and that
+ * is all an imported def sees (SEMA-LIB-SCOPE). A def name is unique across
+ * all files. A files[0] made only of defs and uses is a module: its defs are
+ * checked as far as they can be without a call, and no model is required.
  */
 #include "sema/sema_int.h"
 
@@ -57,11 +63,16 @@ static void declare_globals(Sema *S, AstFile *f) {
   const AstItem *model = NULL;
   for (int i = 0; i < f->nitems; i++) {
     const AstItem *it = f->items[i];
-    if (it->kind == AST_USE) {
-      ctx_diag_error(S->diag, it->name.span, "module '%s' not found", it->name.id);
+    if (it->kind == AST_USE || it->kind == AST_OUTPUT || it->kind == AST_SCHEDULE ||
+        !it->name.id)
+      continue; /* `use` was resolved by the driver */
+    Sym *lib = sema_find(&S->lib, it->name.id);
+    if (lib) {
+      ctx_diag_error(S->diag, it->name.span, "duplicate definition of '%s'", it->name.id);
+      ctx_diag_note(S->diag, lib->span, "'%s' first defined here, in an imported file",
+                    it->name.id);
       continue;
     }
-    if (it->kind == AST_OUTPUT || it->kind == AST_SCHEDULE || !it->name.id) continue;
     if (it->kind == AST_MODEL) {
       if (model) {
         ctx_diag_error(S->diag, it->span, "a file may declare only one model");
@@ -75,6 +86,36 @@ static void declare_globals(Sema *S, AstFile *f) {
     if (s) s->item = it;
   }
   if (!model) ctx_diag_error(S->diag, no_span, "missing 'model' declaration");
+}
+
+static const char *const item_words[] = {
+    [AST_MODEL] = "model", [AST_DIM] = "dim", [AST_INPUT] = "input",
+    [AST_PARAM] = "param", [AST_USE] = "use", [AST_REC] = "rec",
+    [AST_DEF] = "def", [AST_OUTPUT] = "output", [AST_SCHEDULE] = "schedule"};
+
+static bool is_module(const AstFile *f) {
+  for (int i = 0; i < f->nitems; i++)
+    if (f->items[i]->kind != AST_DEF && f->items[i]->kind != AST_USE) return false;
+  return true;
+}
+
+/* Step 1 for a module: its defs go to the library scope; nothing else may
+ * appear in it. */
+static void declare_module(Sema *S, const AstFile *f, bool imported) {
+  for (int i = 0; i < f->nitems; i++) {
+    const AstItem *it = f->items[i];
+    if (it->kind == AST_USE) continue;
+    if (it->kind != AST_DEF) {
+      ctx_diag_error(S->diag, it->span, "'%s' may not appear in an imported file; a module "
+                     "holds only 'def' and 'use' items", item_words[it->kind]);
+      continue;
+    }
+    if (!it->name.id) continue;
+    Sym *s = sema_bind(S, &S->lib, it->name.id, it->name.span, SYM_DEF);
+    if (!s) continue;
+    s->item = it;
+    s->imported = imported;
+  }
 }
 
 /* Step 2: dims in order; a dim sees only the dims before it. */
@@ -183,16 +224,22 @@ static void declare_param(Sema *S, const AstItem *it, Sym *s) {
   s->type = t;
 }
 
-/* A def parameter dim that is a plain name but no dim is a shape variable,
+/* A name in a def parameter's shape that is no dim is a shape variable,
  * bound at each call. */
+static bool names_non_dim(Sema *S, const AstExpr *e) {
+  if (e->kind == AST_BINARY)
+    return names_non_dim(S, e->u.binary.lhs) || names_non_dim(S, e->u.binary.rhs);
+  if (e->kind == AST_UNARY) return names_non_dim(S, e->u.unary.operand);
+  if (e->kind != AST_NAME) return false;
+  Sym *s = sema_lookup(S, S->top, e->u.name.id);
+  return !s || s->kind != SYM_DIM;
+}
+
 static bool has_shape_vars(Sema *S, const AstItem *it) {
   for (int i = 0; i < it->nparams; i++) {
     const AstType *t = it->params[i].type;
-    for (int j = 0; t->kind <= AST_TYPE_I32 && j < t->ndims; j++) {
-      if (t->dims[j]->kind != AST_NAME) continue;
-      Sym *s = sema_lookup(S, &S->globals, t->dims[j]->u.name.id);
-      if (!s || s->kind != SYM_DIM) return true;
-    }
+    for (int j = 0; t->kind <= AST_TYPE_I32 && j < t->ndims; j++)
+      if (names_non_dim(S, t->dims[j])) return true;
   }
   return false;
 }
@@ -210,7 +257,7 @@ static void declare_function(Sema *S, const AstItem *it, Sym *s) {
   } else if (has_shape_vars(S, it)) {
     return; /* typed at each call */
   }
-  fn->result = sema_resolve_type(S, &S->globals, it->type);
+  fn->result = sema_resolve_type(S, S->top, it->type);
   s->type = fn->result;
 }
 
@@ -226,7 +273,7 @@ static void check_function(Sema *S, const AstItem *it, Sym *s) {
   } else {
     for (int i = 0; i < it->nparams; i++) {
       Sym *p = sema_bind(S, &params, it->params[i].name, it->params[i].name_span, SYM_LOCAL);
-      if (p) p->type = sema_resolve_type(S, &S->globals, it->params[i].type);
+      if (p) p->type = sema_resolve_type(S, S->top, it->params[i].type);
     }
     s->checked = true;
   }
@@ -284,6 +331,22 @@ static void declare_items(Sema *S, AstFile *f) {
   }
 }
 
+/* Steps 3 and 4 for the library's defs, inside the library scope. [first] is
+ * the first module file (1, or 0 when files[0] is a module itself). */
+static void check_library(Sema *S, AstFile **files, int first, int nfiles) {
+  S->top = &S->lib;
+  for (int pass = 0; pass < 2; pass++)
+    for (int k = first; k < nfiles && !ctx_diag_should_stop(S->diag); k++)
+      for (int i = 0; i < files[k]->nitems; i++) {
+        const AstItem *it = files[k]->items[i];
+        Sym *s = it->kind == AST_DEF && it->name.id ? sema_find(&S->lib, it->name.id) : NULL;
+        if (!s || s->item != it) continue;
+        if (pass == 0) declare_function(S, it, s);
+        else check_function(S, it, s);
+      }
+  S->top = &S->globals;
+}
+
 SemaModel *sema_check(CtxArena *arena, CtxDiag *diag, AstFile **files, int nfiles,
                       const SemaDefine *defines, int ndefines) {
   if (nfiles < 1 || files[0]->nitems == 0) return NULL;
@@ -291,13 +354,24 @@ SemaModel *sema_check(CtxArena *arena, CtxDiag *diag, AstFile **files, int nfile
   Sema S = {0};
   S.arena = arena;
   S.diag = diag;
+  S.top = &S.globals;
+  S.globals.up = &S.lib;
+  int nitems = 0;
+  for (int k = 0; k < nfiles; k++) nitems += files[k]->nitems;
   S.m = CTX_NEW(arena, SemaModel);
   S.m->types = sema_table_new(arena);
-  S.m->inputs = CTX_NEW_ARRAY(arena, SemaInput, f->nitems);
-  S.m->params = CTX_NEW_ARRAY(arena, SemaParam, f->nitems);
-  S.m->funcs = CTX_NEW_ARRAY(arena, SemaFunc, f->nitems);
+  S.m->inputs = CTX_NEW_ARRAY(arena, SemaInput, nitems);
+  S.m->params = CTX_NEW_ARRAY(arena, SemaParam, nitems);
+  S.m->funcs = CTX_NEW_ARRAY(arena, SemaFunc, nitems);
+  bool module = is_module(f);
+  for (int k = module ? 0 : 1; k < nfiles; k++) declare_module(&S, files[k], k > 0);
+  if (module) {
+    check_library(&S, files, 0, nfiles);
+    return S.m;
+  }
   declare_globals(&S, f);
   eval_dims(&S, f, defines, ndefines);
+  check_library(&S, files, 1, nfiles);
   declare_items(&S, f);
   const AstItem *out = NULL;
   for (int i = 0; i < f->nitems && !ctx_diag_should_stop(diag); i++) {

@@ -30,6 +30,7 @@ struct Sym {
   const AstItem *item;
   bool active;        /* SYM_DEF: its body is being checked */
   bool checked;       /* SYM_DEF: its body was checked once */
+  bool imported;      /* SYM_DEF: defined in an imported file (files[1..]) */
   Sym *next;
 };
 
@@ -43,7 +44,10 @@ typedef struct {
   CtxArena *arena;
   CtxDiag *diag;
   SemaModel *m;
-  Scope globals;
+  Scope globals;  /* the model's names; its `up` is [lib] */
+  Scope lib;      /* the defs of imported files (grep tag: SEMA-LIB-SCOPE) */
+  Scope *top;     /* where lookups end: &globals, or &lib inside an imported def,
+                     which so never sees the model's dims, params or functions */
   bool has_structure;
   /* the function being checked */
   const AstItem *fn;
@@ -72,6 +76,8 @@ const char *sema_struct_word(SemaStructKind k);
  * and returns NULL when [scope] already has it. */
 Sym *sema_bind(Sema *S, Scope *scope, const char *name, CtxSpan span, SymKind kind);
 Sym *sema_lookup(Sema *S, Scope *scope, const char *name);
+/* The symbol [name] of [scope] itself (not the scopes around it), or NULL. */
+Sym *sema_find(Scope *scope, const char *name);
 /* Reports "unknown name" for [name] with a did-you-mean note. */
 void sema_unknown(Sema *S, Scope *scope, CtxSpan span, const char *what, const char *name);
 /* Evaluates a dim expression over dims, shape variables and integers. */

@@ -3,21 +3,23 @@
  *
  * Globals (dims, inputs, params, functions) share one namespace; each block
  * of a function body has its own scope, so a let may shadow an outer name
- * but not a name of its own block.
+ * but not a name of its own block. The defs of imported files live in a
+ * library scope above the globals; inside an imported def, lookups stop at
+ * the library scope, so library code never sees a model's names.
  */
 #include "sema/sema_int.h"
 
 #include <limits.h>
 #include <string.h>
 
-static Sym *find_in(Scope *scope, const char *name) {
+Sym *sema_find(Scope *scope, const char *name) {
   for (Sym *s = scope->syms; s; s = s->next)
     if (strcmp(s->name, name) == 0) return s;
   return NULL;
 }
 
 Sym *sema_bind(Sema *S, Scope *scope, const char *name, CtxSpan span, SymKind kind) {
-  Sym *old = find_in(scope, name);
+  Sym *old = sema_find(scope, name);
   if (old) {
     ctx_diag_error(S->diag, span, "duplicate definition of '%s'", name);
     ctx_diag_note(S->diag, old->span, "'%s' first defined here", name);
@@ -32,12 +34,20 @@ Sym *sema_bind(Sema *S, Scope *scope, const char *name, CtxSpan span, SymKind ki
   return s;
 }
 
+/* Local scopes end in NULL; lookups then continue at S->top and the scopes
+ * above it (the model's globals, then the library's defs). */
 Sym *sema_lookup(Sema *S, Scope *scope, const char *name) {
+  bool passed_top = false;
   for (Scope *sc = scope; sc; sc = sc->up) {
-    Sym *s = find_in(sc, name);
+    Sym *s = sema_find(sc, name);
+    if (s) return s;
+    passed_top |= sc == S->top;
+  }
+  for (Scope *sc = S->top; !passed_top && sc; sc = sc->up) {
+    Sym *s = sema_find(sc, name);
     if (s) return s;
   }
-  return scope == &S->globals ? NULL : find_in(&S->globals, name);
+  return NULL;
 }
 
 static void closest_in(Scope *sc, const char *name, const Sym **best, int *dist) {
@@ -57,8 +67,12 @@ void sema_unknown(Sema *S, Scope *scope, CtxSpan span, const char *what, const c
   int cap = len <= 2 ? 1 : len <= 5 ? 2 : 3;
   const Sym *best = NULL;
   int dist = cap + 1;
-  for (Scope *sc = scope; sc; sc = sc->up) closest_in(sc, name, &best, &dist);
-  if (scope != &S->globals) closest_in(&S->globals, name, &best, &dist);
+  bool passed_top = false;
+  for (Scope *sc = scope; sc; sc = sc->up) {
+    closest_in(sc, name, &best, &dist);
+    passed_top |= sc == S->top;
+  }
+  for (Scope *sc = S->top; !passed_top && sc; sc = sc->up) closest_in(sc, name, &best, &dist);
   if (best) ctx_diag_note(S->diag, best->span, "did you mean '%s'?", best->name);
 }
 

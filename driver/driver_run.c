@@ -1,0 +1,493 @@
+/* driver_run.c — `ctx run`: a model on input structures, through the float64
+ * reference interpreter.
+ *
+ *   MODEL.ctx --pipeline (parse, sema, RA)--> RaProgram
+ *   --input FILE | --gen SPEC | a bundled sample --libctxrt--> forest, validated
+ *       against what the RaProgram reads (kind, arity, values, word ids)
+ *   --weights FILE | seeded defaults --> float64 copies of the parameters
+ *   ra_interp_run --> rows --> --output OUT.npy, or a summary on stdout
+ *
+ * Command-line problems exit 2 before anything is compiled; model errors exit 1
+ * through the pipeline's diagnostics; bad input data or weights exit 3 with
+ * libctxrt's `FILE:LINE: error: ...` message. Everything a run allocates outside
+ * the session's arena hangs off one CtxRun and is freed by run_free. The summary
+ * is deterministic (language tests compare it): it names the input by its base
+ * name, never by a path.
+ */
+#include "driver/driver.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef CTX_SOURCE_DIR
+#define CTX_SOURCE_DIR "." /* set by driver/CMakeLists.txt */
+#endif
+
+/* The bundled samples hold word ids below this (the zoo's default V). */
+#define SAMPLE_VOCAB 20000
+/* tree_sample.nodes has nodes with up to this many children. */
+#define SAMPLE_ARITY 3
+/* The summary shows this many rows and values per row. */
+enum { SUMMARY_ROWS = 5, SUMMARY_VALUES = 6 };
+
+typedef struct {
+  CtxSession *s;
+  const CtxRunOptions *o;
+  const RaProgram *p;
+  CtxrtVocab *vocab;
+  CtxrtForest *forest;
+  CtxrtWeights *weights;
+  double **params; /* [p->nparams] float64 copies, RaParam order */
+  double *out;     /* rows x p->out_shape.size, from the interpreter */
+  int64_t rows;
+  char *sample; /* path of the bundled sample read, if any */
+  CtxrtError err;
+} CtxRun;
+
+/* ---- command line ------------------------------------------------------- */
+
+static int run_usage(const char *fmt, const char *arg) {
+  fputs("ctx: error: ", stderr);
+  fprintf(stderr, fmt, arg);
+  fputs("\nusage: " CTX_RUN_USAGE "\n(see 'ctx run --help')\n", stderr);
+  return CTX_EXIT_USAGE;
+}
+
+/* The value of option [name] at argv[*i]: `NAME=V` or `NAME V`. NULL when
+ * argv[*i] is another option; "" when the value is missing. */
+static const char *opt_value(int argc, char **argv, int *i, const char *name) {
+  size_t n = strlen(name);
+  if (strncmp(argv[*i], name, n) != 0) return NULL;
+  if (argv[*i][n] == '=') return argv[*i] + n + 1;
+  if (argv[*i][n] != 0) return NULL;
+  return *i + 1 < argc ? argv[++*i] : "";
+}
+
+static bool parse_u64(const char *s, uint64_t *out) {
+  char *end;
+  if (*s < '0' || *s > '9') return false;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (*end != 0 || errno == ERANGE) return false;
+  *out = (uint64_t)v;
+  return true;
+}
+
+/* The options that take a path or spec, and where they go. */
+typedef struct {
+  const char *name;
+  size_t offset; /* of a `const char *` in CtxRunOptions */
+} PathOption;
+
+static const PathOption path_options[] = {
+    {"--weights", offsetof(CtxRunOptions, weights)},
+    {"--input", offsetof(CtxRunOptions, input)},
+    {"--gen", offsetof(CtxRunOptions, gen)},
+    {"--vocab", offsetof(CtxRunOptions, vocab)},
+    {"--output", offsetof(CtxRunOptions, output)},
+};
+enum { NUM_PATH_OPTIONS = sizeof path_options / sizeof path_options[0] };
+
+/* Stores [val] of the valued option [name]. Returns 0 or an exit code. */
+static int set_value(CtxRunOptions *r, const char *name, const char *val) {
+  if (*val == 0) return run_usage("option '%s' needs a value", name);
+  for (int k = 0; k < NUM_PATH_OPTIONS; k++) {
+    if (strcmp(name, path_options[k].name) != 0) continue;
+    const char **slot = (const char **)((char *)r + path_options[k].offset);
+    if (*slot) return run_usage("option '%s' given twice", name);
+    *slot = val;
+    return 0;
+  }
+  if (strcmp(name, "--format") == 0) {
+    if (strcmp(val, "ptb") == 0)
+      r->format = CTX_FORMAT_PTB;
+    else if (strcmp(val, "nodes") == 0)
+      r->format = CTX_FORMAT_NODES;
+    else
+      return run_usage("unknown format '%s' for --format (formats: ptb, nodes)", val);
+    return 0;
+  }
+  if (!parse_u64(val, &r->seed))
+    return run_usage("option '--seed' needs a non-negative integer, found '%s'", val);
+  return 0;
+}
+
+int ctx_run_option(int argc, char **argv, int *i, CtxOptions *o) {
+  static const char *const valued[] = {"--weights", "--input",  "--gen", "--vocab",
+                                       "--output",  "--format", "--seed"};
+  const char *a = argv[*i];
+  if (strcmp(a, "--interp") == 0) {
+    o->run.interp = true;
+  } else if (strcmp(a, "--all-nodes") == 0) {
+    o->run.all_nodes = true;
+  } else if (strncmp(a, "--dump", 6) == 0 || strcmp(a, "--syntax-only") == 0) {
+    run_usage("option '%s' does not apply to 'ctx run'", a);
+    return CTX_OPT_BAD;
+  } else {
+    for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++) {
+      const char *val = opt_value(argc, argv, i, valued[k]);
+      if (val) return set_value(&o->run, valued[k], val) ? CTX_OPT_BAD : CTX_OPT_TAKEN;
+    }
+    return CTX_OPT_NOT_MINE;
+  }
+  return CTX_OPT_TAKEN;
+}
+
+static bool has_suffix(const char *s, const char *suffix) {
+  size_t n = strlen(s), m = strlen(suffix);
+  return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* The format an input file's extension implies (docs/formats.md). */
+static CtxFormat format_of(const char *path) {
+  if (has_suffix(path, ".ptb") || has_suffix(path, ".txt") || has_suffix(path, ".trees"))
+    return CTX_FORMAT_PTB;
+  if (has_suffix(path, ".nodes")) return CTX_FORMAT_NODES;
+  return CTX_FORMAT_AUTO;
+}
+
+/* The checks that need the whole command line. Returns 0 or an exit code. */
+static int check_command(CtxOptions *opts) {
+  CtxRunOptions *r = &opts->run;
+  if (opts->nfiles != 1)
+    return run_usage(opts->nfiles ? "ctx run takes one model file, found %s"
+                                  : "no model file%s",
+                     opts->nfiles ? opts->files[1] : "");
+  if (!r->interp) {
+    fputs("ctx: error: the compiled CPU backend is not available yet; use --interp\n",
+          stderr);
+    return CTX_EXIT_USAGE;
+  }
+  if (r->input && r->gen) return run_usage("give --input or --gen, not both%s", "");
+  if (r->format != CTX_FORMAT_AUTO && !r->input)
+    return run_usage("--format applies to --input only%s", "");
+  if (r->vocab && !r->input) return run_usage("--vocab applies to --input only%s", "");
+  if (r->input && r->format == CTX_FORMAT_AUTO) r->format = format_of(r->input);
+  if (r->input && r->format == CTX_FORMAT_AUTO)
+    return run_usage("cannot tell the format of '%s' from its extension; give --format "
+                     "ptb or --format nodes",
+                     r->input);
+  if (r->vocab && r->format != CTX_FORMAT_PTB)
+    return run_usage("--vocab applies to bracketed trees (--format ptb) only%s", "");
+  return 0;
+}
+
+/* ---- input -------------------------------------------------------------- */
+
+static bool reads_at_internal(const RaProgram *p) {
+  for (int k = 0; k < p->ninputs; k++)
+    if (p->inputs[k].read_at_internal) return true;
+  return false;
+}
+
+/* The model's per-node values as the generators make them: an optional word
+ * id first, then floats. False when they look otherwise. */
+static bool gen_layout(const RaProgram *p, int64_t *vocab, int64_t *features) {
+  *vocab = 0;
+  *features = p->values_per_node;
+  for (int k = 0; k < p->ninputs; k++) {
+    const RaInput *in = &p->inputs[k];
+    if (!in->is_int) continue;
+    if (k != 0 || in->row.size != 1) return false;
+    *vocab = in->bound > 0 ? in->bound : SAMPLE_VOCAB;
+    *features -= 1;
+  }
+  return true;
+}
+
+/* Generates [g], with vocab, features and values filled from the model where
+ * the spec leaves them open. */
+static CtxrtStatus gen_input(CtxRun *r, CtxrtGenSpec *g) {
+  int64_t vocab, features;
+  if (gen_layout(r->p, &vocab, &features)) {
+    if (!g->vocab) g->vocab = vocab;
+    if (!g->features) g->features = features;
+  }
+  if (g->values == CTXRT_GEN_VALUES_DEFAULT && reads_at_internal(r->p))
+    g->values = CTXRT_GEN_VALUES_ALL;
+  return ctxrt_generate(g, &r->forest, &r->err);
+}
+
+/* The bundled sample file that fits [p] (--help lists them), or NULL. */
+static const char *sample_name(const RaProgram *p) {
+  if (p->ninputs != 1 || !p->inputs[0].is_int || p->inputs[0].row.size != 1) return NULL;
+  if (p->inputs[0].bound > 0 && p->inputs[0].bound < SAMPLE_VOCAB) return NULL;
+  switch (p->kind) {
+  case SEMA_TREE:
+    if (p->max_arity == 2 && !p->inputs[0].read_at_internal) return "sst_sample.ptb";
+    return p->max_arity == 0 || p->max_arity >= SAMPLE_ARITY ? "tree_sample.nodes" : NULL;
+  case SEMA_SEQUENCE:
+    return "seq_sample.nodes";
+  default:
+    return NULL;
+  }
+}
+
+static bool readable(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (f) fclose(f);
+  return f != NULL;
+}
+
+/* The sample [name]: in data/ next to [model], else in the source tree's
+ * examples/data/. A malloc'd path, or NULL when neither exists. */
+static char *find_sample(const char *model, const char *name) {
+  const char *slash = strrchr(model, '/');
+  int dirlen = slash ? (int)(slash - model) : 1;
+  size_t size = strlen(model) + strlen(CTX_SOURCE_DIR) + strlen(name) + 32;
+  char *path = ctx_xmalloc(size);
+  snprintf(path, size, "%.*s/data/%s", dirlen, slash ? model : ".", name);
+  if (readable(path)) return path;
+  snprintf(path, size, "%s/examples/data/%s", CTX_SOURCE_DIR, name);
+  if (readable(path)) return path;
+  free(path);
+  return NULL;
+}
+
+/* A small generated batch of the model's structure kind: the default input
+ * when no sample file fits. */
+static CtxrtStatus default_gen(CtxRun *r) {
+  const RaProgram *p = r->p;
+  CtxrtGenSpec g;
+  memset(&g, 0, sizeof g);
+  g.count = 3;
+  if (p->kind == SEMA_DAG) {
+    g.shape = CTXRT_GEN_GRID;
+    g.size = 3;
+    g.size2 = 4;
+  } else if (p->kind == SEMA_SEQUENCE) {
+    g.shape = CTXRT_GEN_SEQUENCE;
+    g.size = 8;
+  } else if (p->max_arity == 2) {
+    g.shape = CTXRT_GEN_BINARY;
+    g.size = 6;
+  } else if (p->max_arity == 1) {
+    g.shape = CTXRT_GEN_CHAIN;
+    g.size = 5;
+  } else {
+    g.shape = CTXRT_GEN_NARY;
+    g.size = 10;
+    g.size2 =
+        p->max_arity > 0 && p->max_arity < SAMPLE_ARITY ? p->max_arity : SAMPLE_ARITY;
+  }
+  return gen_input(r, &g);
+}
+
+static CtxrtStatus read_file(CtxRun *r, const char *path, CtxFormat format) {
+  if (format == CTX_FORMAT_NODES) return ctxrt_read_nodes_file(path, &r->forest, &r->err);
+  if (r->o->vocab) {
+    CtxrtStatus st = ctxrt_vocab_read_file(r->o->vocab, &r->vocab, &r->err);
+    if (st) return st;
+  }
+  return ctxrt_read_ptb_file(path, r->vocab, &r->forest, &r->err);
+}
+
+/* --input, --gen, or the default: a bundled sample or a generated batch. */
+static CtxrtStatus read_input(CtxRun *r) {
+  if (r->o->input) return read_file(r, r->o->input, r->o->format);
+  if (r->o->gen) {
+    CtxrtGenSpec g;
+    CtxrtStatus st = ctxrt_gen_parse(r->o->gen, &g, &r->err);
+    return st ? st : gen_input(r, &g);
+  }
+  const char *name = sample_name(r->p);
+  if (name && (r->sample = find_sample(r->s->opts.files[0], name)))
+    return read_file(r, r->sample,
+                     has_suffix(name, ".ptb") ? CTX_FORMAT_PTB : CTX_FORMAT_NODES);
+  return default_gen(r);
+}
+
+static CtxrtKind rt_kind(SemaStructKind kind) {
+  switch (kind) {
+  case SEMA_TREE:
+    return CTXRT_TREE;
+  case SEMA_DAG:
+    return CTXRT_DAG;
+  default:
+    return CTXRT_SEQUENCE;
+  }
+}
+
+/* Checks the forest against what RA says the model reads: the structure kind,
+ * the arity, the values per node (everywhere, or at leaves when no function
+ * reads an input elsewhere) and the range of every word id. */
+static CtxrtStatus validate(CtxRun *r) {
+  const RaProgram *p = r->p;
+  int64_t *bound = calloc((size_t)p->values_per_node + 1, sizeof *bound);
+  if (!bound) ctx_oom();
+  CtxrtSpec spec;
+  memset(&spec, 0, sizeof spec);
+  spec.kind = rt_kind(p->kind);
+  spec.max_arity = (int32_t)p->max_arity;
+  spec.num_values = (int32_t)p->values_per_node;
+  spec.values_on = reads_at_internal(p) ? CTXRT_VALUES_ALL : CTXRT_VALUES_LEAVES;
+  spec.word_bound = bound;
+  for (int k = 0; k < p->ninputs; k++) {
+    const RaInput *in = &p->inputs[k];
+    if (in->is_int && in->bound > 0)
+      for (long v = 0; v < in->row.size; v++)
+        bound[in->offset + v] = in->bound;
+  }
+  CtxrtStatus st = ctxrt_forest_validate(r->forest, &spec, &r->err);
+  free(bound);
+  return st;
+}
+
+/* ---- weights ------------------------------------------------------------ */
+
+/* The model's parameters as libctxrt sees them (a malloc'd array). */
+static CtxrtParam *model_params(const RaProgram *p) {
+  CtxrtParam *ps = calloc((size_t)p->nparams + 1, sizeof *ps);
+  if (!ps) ctx_oom();
+  for (int k = 0; k < p->nparams; k++) {
+    ps[k].name = p->params[k].name;
+    ps[k].ndim = p->params[k].shape.rank;
+    for (int d = 0; d < p->params[k].shape.rank; d++)
+      ps[k].shape[d] = p->params[k].shape.dims[d];
+  }
+  return ps;
+}
+
+/* --weights FILE, checked against the model, or the seeded defaults; then
+ * float64 copies in RaParam order. Returns a status, or -1 after an internal
+ * error reported to the session. */
+static int load_weights(CtxRun *r) {
+  const RaProgram *p = r->p;
+  CtxrtParam *ps = model_params(p);
+  CtxrtStatus st;
+  if (r->o->weights) {
+    st = ctxrt_st_read_file(r->o->weights, &r->weights, &r->err);
+    if (!st) st = ctxrt_weights_check(r->weights, r->o->weights, ps, p->nparams, &r->err);
+  } else {
+    st = ctxrt_weights_create(ps, p->nparams, &r->weights, &r->err);
+    if (st)
+      CTX_ICE(&r->s->diag, "default weights: %s", r->err.msg);
+    else
+      ctxrt_weights_init(r->weights, r->o->seed);
+  }
+  free(ps);
+  if (st) return r->s->diag.ice ? -1 : (int)st;
+  r->params = calloc((size_t)p->nparams + 1, sizeof *r->params);
+  if (!r->params) ctx_oom();
+  for (int k = 0; k < p->nparams; k++) {
+    const CtxrtTensor *t = ctxrt_weights_find(r->weights, p->params[k].name);
+    r->params[k] = ctx_xmalloc(((size_t)t->numel + 1) * sizeof(double));
+    for (int64_t e = 0; e < t->numel; e++)
+      r->params[k][e] = t->data[e];
+  }
+  return 0;
+}
+
+/* ---- output ------------------------------------------------------------- */
+
+static int write_npy(CtxRun *r) {
+  const RaShape *sh = &r->p->out_shape;
+  int64_t shape[RA_MAX_RANK + 1];
+  shape[0] = r->rows;
+  for (int d = 0; d < sh->rank; d++)
+    shape[d + 1] = sh->dims[d];
+  if (ctxrt_npy_write_file(r->o->output, CTXRT_F64, r->out, sh->rank + 1, shape, &r->err))
+    return -1;
+  return 0;
+}
+
+static const char *base_name(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
+/* What one output row is, for the summary. */
+static const char *row_meaning(const CtxRun *r) {
+  if (r->o->all_nodes) return "one row per node";
+  switch (r->p->kind) {
+  case SEMA_TREE:
+    return "one row per tree (its root)";
+  case SEMA_DAG:
+    return "one row per sink";
+  default:
+    return "one row per sequence (its last element)";
+  }
+}
+
+/*   model treelstm: 8 trees, 211 nodes from sst_sample.ptb
+ *   output [8, 256], one row per tree (its root):
+ *     0: 0.0123 -0.0456 ... (at most 6 values, at most 5 rows)
+ *     ... (3 more rows)                                          */
+static void print_summary(const CtxRun *r, FILE *out) {
+  const CtxrtForest *f = r->forest;
+  const RaShape *sh = &r->p->out_shape;
+  fprintf(out, "model %s: %d %s%s, %d node%s from %s\n", r->p->name, (int)f->num_structs,
+          ctxrt_kind_name(f->kind), f->num_structs == 1 ? "" : "s", (int)f->num_nodes,
+          f->num_nodes == 1 ? "" : "s", base_name(f->name));
+  fprintf(out, "output [%" PRId64, r->rows);
+  for (int d = 0; d < sh->rank; d++)
+    fprintf(out, ", %ld", sh->dims[d]);
+  fprintf(out, "], %s:\n", row_meaning(r));
+  for (int64_t row = 0; row < r->rows && row < SUMMARY_ROWS; row++) {
+    fprintf(out, "  %" PRId64 ":", row);
+    for (long v = 0; v < sh->size && v < SUMMARY_VALUES; v++)
+      fprintf(out, " %.6g", r->out[row * sh->size + v]);
+    fputs(sh->size > SUMMARY_VALUES ? " ...\n" : "\n", out);
+  }
+  if (r->rows > SUMMARY_ROWS)
+    fprintf(out, "  ... (%" PRId64 " more row%s)\n", r->rows - SUMMARY_ROWS,
+            r->rows - SUMMARY_ROWS == 1 ? "" : "s");
+}
+
+/* ---- the run ------------------------------------------------------------ */
+
+static void run_free(CtxRun *r) {
+  if (r->params)
+    for (int k = 0; k < r->p->nparams; k++)
+      free(r->params[k]);
+  free(r->params);
+  free(r->out);
+  free(r->sample);
+  ctxrt_weights_destroy(r->weights);
+  ctxrt_forest_destroy(r->forest);
+  ctxrt_vocab_destroy(r->vocab);
+}
+
+/* Prints the failure in r->err; returns its exit code: a bad --gen spec is a
+ * bad command line, anything else bad runtime data. */
+static int report(const CtxRun *r) {
+  const char *msg = r->err.msg[0] ? r->err.msg : "error: failed without a message";
+  fprintf(stderr, "%s%s\n", strncmp(msg, "error: ", 7) == 0 ? "ctx: " : "", msg);
+  return r->err.status == CTXRT_ERR_ARG ? CTX_EXIT_USAGE : CTX_EXIT_RUNTIME;
+}
+
+/* Input, validation, weights, the interpreter, the output. */
+static int run_stages(CtxRun *r) {
+  if (read_input(r) || validate(r)) return report(r);
+  int rc = load_weights(r);
+  if (rc < 0) return CTX_EXIT_ICE;
+  if (rc) return report(r);
+  if (ra_interp_run(r->p, r->forest, (const double *const *)r->params, r->o->all_nodes,
+                    &r->out, &r->rows, &r->err)) {
+    report(r);
+    return CTX_EXIT_RUNTIME;
+  }
+  if (r->o->output) return write_npy(r) ? report(r) : CTX_EXIT_OK;
+  print_summary(r, r->s->out);
+  return CTX_EXIT_OK;
+}
+
+int ctx_run(CtxSession *s) {
+  int rc = check_command(&s->opts);
+  if (rc) return rc;
+  CtxRun r;
+  memset(&r, 0, sizeof r);
+  r.s = s;
+  r.o = &s->opts.run;
+  r.p = ctx_pipeline_ra(s, s->opts.files[0]);
+  if (!r.p) {
+    rc = ctx_session_exit_code(s);
+    return rc ? rc : CTX_EXIT_ICE;
+  }
+  rc = run_stages(&r);
+  run_free(&r);
+  return rc;
+}
