@@ -11,7 +11,7 @@
 
 #include "ra/ra.h"
 
-typedef enum { DUMP_NONE, DUMP_TOKENS, DUMP_AST } CtxDump;
+typedef enum { DUMP_NONE, DUMP_TOKENS, DUMP_AST, DUMP_RA } CtxDump;
 
 typedef enum { CTX_FORMAT_AUTO, CTX_FORMAT_PTB, CTX_FORMAT_NODES } CtxFormat;
 

@@ -38,8 +38,7 @@ static RaBlock to_block(CtxVec v) {
   return b;
 }
 
-/* An operator [name] holding [e] (or field [field] of it) at every index. */
-static RaOp *materialize(RaBuilder *B, const char *name, const AstExpr *e, int field,
+RaOp *ra_materialize(RaBuilder *B, const char *name, const AstExpr *e, int field,
                          const SemaType *t) {
   RaShape shape = ra_shape_of(t);
   RaOp *op = ra_new_op(B, name, &shape, e->span);
@@ -99,7 +98,7 @@ static void lower_destructure(RaBuilder *B, const AstStmt *s) {
   }
   for (int k = 0; k < s->u.let.nnames; k++) {
     const char *name = s->u.let.names[k].id;
-    bind_op(B, name, materialize(B, name, v, k, t->fields[k]));
+    bind_op(B, name, ra_materialize(B, name, v, k, t->fields[k]));
   }
 }
 
@@ -127,7 +126,7 @@ static void lower_return(RaBuilder *B, const AstStmt *s) {
                                            : ctx_arena_printf(B->arena, "ret%d", k);
     const char *name = ctx_arena_printf(B->arena, "%s.%s", fn->name, fname);
     bool tuple = t->kind == SEMA_TUPLE && v->kind != AST_TUPLE;
-    st->results[k] = materialize(B, name, v->kind == AST_TUPLE ? part : v, tuple ? k : -1,
+    st->results[k] = ra_materialize(B, name, v->kind == AST_TUPLE ? part : v, tuple ? k : -1,
                                  t->kind == SEMA_TUPLE ? t->fields[k] : t);
   }
   ctx_vec_push(B->arena, B->block, st);
@@ -165,7 +164,7 @@ static void lower_stmt(RaBuilder *B, const AstStmt *s) {
         B->scope->expr = s->u.let.value;
         B->scope->scope = B->scope->next;
       } else {
-        bind_op(B, name, materialize(B, name, s->u.let.value, -1, t));
+        bind_op(B, name, ra_materialize(B, name, s->u.let.value, -1, t));
       }
     }
     break;

@@ -62,6 +62,10 @@ RaVar *ra_new_var(RaBuilder *B, const char *name, long extent, bool over_deps);
 RaBinding *ra_bind(RaBuilder *B, RaBinding *up, const char *name, RaBindKind kind);
 /* A new operator of [shape] whose body [make] lowers at its axis variables. */
 RaOp *ra_new_op(RaBuilder *B, const char *name, const RaShape *shape, CtxSpan span);
+/* Emits an operator [name] holding [e] (or field [field] of the tuple [e],
+ * when [field] >= 0) of type [t] at every index, lowered in B->scope. */
+RaOp *ra_materialize(RaBuilder *B, const char *name, const AstExpr *e, int field,
+                     const SemaType *t);
 /* Appends [op] as a statement of the current block. */
 void ra_emit_op(RaBuilder *B, RaOp *op);
 /* Reports a construct RA cannot express yet. */

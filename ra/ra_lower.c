@@ -244,6 +244,30 @@ static bool same_shapes_as_before(RaBuilder *B, const AstItem *def, const AstExp
   return true;
 }
 
+/* Binds [name] in [env] to [value] (lowered in [scope]): an operator of its
+ * own when [compute] and no reduction variable is in scope, so that an
+ * intermediate of the def is computed once; otherwise an expression lowered
+ * where it is used. */
+static RaBinding *def_local(RaBuilder *B, RaBinding *env, const AstItem *def,
+                            const char *name, const AstExpr *value, RaBinding *scope,
+                            bool compute) {
+  const SemaType *t = sema_type_of(B->m, value);
+  if (compute && B->bound_vars == 0 && t && t->kind == SEMA_TENSOR) {
+    RaBinding *saved = B->scope;
+    B->scope = scope;
+    const char *opname = ctx_arena_printf(B->arena, "%s.%s", def->name.id, name);
+    RaOp *op = ra_materialize(B, opname, value, -1, t);
+    B->scope = saved;
+    env = ra_bind(B, env, name, B_OP);
+    env->op = op;
+    return env;
+  }
+  env = ra_bind(B, env, name, B_EXPR);
+  env->expr = value;
+  env->scope = scope;
+  return env;
+}
+
 /* Inlines a def call: returns its result expression (or tuple) and, in
  * [*scope], the bindings it is to be lowered in. */
 static const AstExpr *inline_def(RaBuilder *B, const AstItem *def, const AstExpr *call,
@@ -253,9 +277,9 @@ static const AstExpr *inline_def(RaBuilder *B, const AstItem *def, const AstExpr
   bool imported = def->span.file != B->m->output->span.file;
   RaBinding *env = bind_shape_vars(B, imported ? NULL : B->globals, def, call);
   for (int i = 0; i < def->nparams; i++) {
-    env = ra_bind(B, env, def->params[i].name, B_EXPR);
-    env->expr = call->u.call.args[i];
-    env->scope = B->scope;
+    const AstExpr *arg = call->u.call.args[i];
+    const char *name = def->params[i].name;
+    env = def_local(B, env, def, name, arg, B->scope, arg->kind != AST_NAME);
   }
   for (int i = 0; i < def->body.n; i++) {
     const AstStmt *s = def->body.stmts[i];
@@ -267,9 +291,12 @@ static const AstExpr *inline_def(RaBuilder *B, const AstItem *def, const AstExpr
       ra_unsupported(B, s->span, "this statement in a def");
       return NULL;
     }
+    if (!s->u.let.destructure) {
+      env = def_local(B, env, def, s->u.let.names[0].id, s->u.let.value, env, true);
+      continue;
+    }
     for (int k = 0; k < s->u.let.nnames; k++) {
-      RaBinding *b = ra_bind(B, env, s->u.let.names[k].id,
-                             s->u.let.destructure ? B_FIELD : B_EXPR);
+      RaBinding *b = ra_bind(B, env, s->u.let.names[k].id, B_FIELD);
       b->expr = s->u.let.value;
       b->field = k;
       b->scope = env;
@@ -315,33 +342,30 @@ static RaExpr *lower_call(RaBuilder *B, const AstExpr *e, int field, RaExpr **id
  * axis, a slice shifts an output axis, missing trailing axes pass through. */
 static RaExpr *lower_index(RaBuilder *B, const AstExpr *e, RaExpr **idx) {
   const AstExpr *base = e->u.index.base;
-  if (base->kind == AST_NAME) {
-    RaBinding *b = lookup(B, base->u.name.id);
-    if (b && b->kind == B_INPUT) { /* words[n], x[n]: the node's row */
-      RaInput *in = &B->p->inputs[b->index];
-      if (!B->in_leaf) in->read_at_internal = true;
-      return read(B, RA_SRC_INPUT, b->index, idx, in->row.rank);
-    }
-  }
-  int rank = rank_of(B, base), j = 0;
+  RaBinding *b = base->kind == AST_NAME ? lookup(B, base->u.name.id) : NULL;
+  RaInput *in = b && b->kind == B_INPUT ? &B->p->inputs[b->index] : NULL;
+  int first = in ? 1 : 0; /* words[n], x[n, j]: the node, then the row's axes */
+  int rank = in ? in->row.rank : rank_of(B, base), j = 0;
   RaExpr *v[RA_MAX_RANK];
   for (int a = 0; a < rank; a++) {
-    const AstSubscript *s = a < e->u.index.nsubs ? &e->u.index.subs[a] : NULL;
+    const AstSubscript *s = a + first < e->u.index.nsubs ? &e->u.index.subs[a + first] : NULL;
     if (s && !s->is_slice) {
       v[a] = ra_lower(B, s->index, NULL);
       const RaExpr *x = v[a];
       if (x->kind == RA_READ && x->src == RA_SRC_INPUT && B->p->inputs[x->index].is_int &&
-          base->kind == AST_NAME) { /* a word id selects a row: bound it */
-        RaInput *in = &B->p->inputs[x->index];
+          !in && base->kind == AST_NAME) { /* a word id selects a row: bound it */
+        RaInput *w = &B->p->inputs[x->index];
         const SemaType *bt = ra_type(B, base);
-        if (in->bound == 0 || bt->dims[a] < in->bound) in->bound = bt->dims[a];
+        if (w->bound == 0 || bt->dims[a] < w->bound) w->bound = bt->dims[a];
       }
     } else {
       RaExpr *lo = s && s->lo ? ra_lower(B, s->lo, NULL) : ra_const(B, 0);
       v[a] = offset(B, idx[j++], lo);
     }
   }
-  return ra_lower(B, base, v);
+  if (!in) return ra_lower(B, base, v);
+  if (!B->in_leaf) in->read_at_internal = true;
+  return read(B, RA_SRC_INPUT, b->index, v, rank);
 }
 
 static RaExpr *lower_member(RaBuilder *B, const AstExpr *e, RaExpr **idx) {

@@ -446,6 +446,79 @@ CtxrtStatus ctxrt_npy_read_buffer(const char *name, const unsigned char *data, s
 /* Frees [array]. NULL is allowed. */
 void ctxrt_array_destroy(CtxrtArray *array);
 
+/* ------------------------------------------------------------------------------
+ * Linearization: the flat arrays generated code reads (ARCHITECTURE.md, "The
+ * runtime contract")
+ *
+ * Nodes get new ids 0 .. num_nodes-1 ordered by *level*: level 0 holds the nodes
+ * without dependencies (tree leaves, DAG sources, first elements of sequences),
+ * level L the nodes whose deepest dependency is at level L-1 (height for trees,
+ * topological level for DAGs, position for sequences). Level l is the id range
+ * [level_start[l], level_start[l + 1]), so every dependency of a node has a smaller
+ * id range than the node, and the nodes without dependencies are exactly the ids
+ * below leaf_end (a leaf test is one compare). Within a level nodes keep the
+ * forest's order (structure by structure, then node order), so the numbering is
+ * deterministic. The work is O(nodes + dependencies) with no recursion; all arrays
+ * live in one 64-byte-aligned block that ctxrt_linear_fill reuses when it is large
+ * enough, so a timed loop over batches need not allocate.
+ *
+ * Per-node values are dense: node w's j-th value is val[w * num_values + j] as a
+ * float and ival[w * num_values + j] as an int32 (CTXRT_NOT_INT when the value is
+ * not an integer that fits, so INT32_MIN itself reads as "not an integer"); a node
+ * without values has has_val[w] == 0 and rows of zeros (with V == 0 every has_val
+ * is 0). Errors found while writing rows name the first bad node in new-id order.
+ * Every field is read-only for the caller; the arrays stay valid until the next
+ * ctxrt_linear_fill or ctxrt_linear_destroy.
+ */
+
+#define CTXRT_NOT_INT INT32_MIN
+
+typedef struct CtxrtLinear {
+  CtxrtKind kind;
+  int32_t num_nodes;
+  int32_t num_levels; /* the "batches"; 0 only for an empty forest */
+  int32_t leaf_end;   /* == level_start[1] (0 when empty) */
+  int32_t max_deps;   /* K: row length of dep */
+  int32_t num_values; /* V: row length of val and ival */
+  int32_t num_outputs;
+  int32_t *level_start;   /* [num_levels + 1] */
+  int32_t *level_len;     /* [num_levels]: level_start[l + 1] - level_start[l] */
+  int32_t *num_deps;      /* [num_nodes] */
+  int32_t *dep;           /* [num_nodes * K]: dependency k of node w (a new id) at
+                             dep[w * K + k] in the forest's order, -1 past num_deps[w] */
+  int32_t *to_input;      /* [num_nodes]: new id -> forest node index */
+  int32_t *to_new;        /* [num_nodes]: forest node index -> new id */
+  int32_t *outputs;       /* [num_outputs]: ctxrt_forest_outputs, as new ids */
+  float *val;             /* [num_nodes * V] */
+  int32_t *ival;          /* [num_nodes * V] */
+  unsigned char *has_val; /* [num_nodes] */
+  void *block_;           /* private: the arrays' block, its size and scratch */
+  size_t cap_;
+  void *scratch_;
+  size_t scratch_cap_;
+} CtxrtLinear;
+
+/* Linearizes [forest] into a new [*out]. [num_values] (>= 0) is the number of
+ * values per node the model reads: each node must carry none or exactly that many
+ * (0: values are not copied). [max_deps] > 0 fixes K (a node with more
+ * dependencies is an error); 0 takes K from the forest (its largest count). The
+ * forest should have passed ctxrt_forest_validate; still checked here, naming the
+ * structure and node: dependencies out of range, cycles, arity over [max_deps],
+ * value counts. CTXRT_ERR_ARG for a negative argument, CTXRT_ERR_NOMEM when out of
+ * memory or when num_nodes * K or num_nodes * V exceeds INT32_MAX. [forest] may
+ * be NULL: an empty linearization, to fill later. */
+CtxrtStatus ctxrt_linear_create(const CtxrtForest *forest, int32_t num_values,
+                                int32_t max_deps, CtxrtLinear **out, CtxrtError *err);
+
+/* Like ctxrt_linear_create, into the existing [lin] (from ctxrt_linear_create),
+ * reusing its memory when large enough. On failure [lin] is left empty (no nodes,
+ * no levels) but still valid, and keeps its memory. */
+CtxrtStatus ctxrt_linear_fill(CtxrtLinear *lin, const CtxrtForest *forest,
+                              int32_t num_values, int32_t max_deps, CtxrtError *err);
+
+/* Frees [lin]. NULL is allowed. */
+void ctxrt_linear_destroy(CtxrtLinear *lin);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,9 +1,9 @@
-/* fuzz_sema.c — libFuzzer target for parser + sema.
+/* fuzz_model.c — libFuzzer target for the front and middle: parser, sema, RA.
  *
- * Any byte string must go through parsing and, when it parses, semantic
- * checking without a crash, a hang or a sanitizer report.
+ * Any byte string must go through parsing, semantic checking and, for a
+ * valid model, building RA, without a crash, a hang or a sanitizer report.
  */
-#include "sema/sema.h"
+#include "ra/ra.h"
 
 #include <stdio.h>
 
@@ -18,7 +18,8 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
   CtxArena *arena = ctx_arena_new();
   int id = ctx_sources_add(&srcs, "fuzz.ctx", (const char *)data, size);
   AstFile *f = ast_parse(arena, &diag, id);
-  if (diag.errors == 0) sema_check(arena, &diag, &f, 1, NULL, 0);
+  SemaModel *m = diag.errors == 0 ? sema_check(arena, &diag, &f, 1, NULL, 0) : NULL;
+  if (m && m->output_func && diag.errors == 0) ra_build(arena, &diag, m);
   ctx_arena_free(arena);
   ctx_sources_free(&srcs);
   fclose(sink);

@@ -1,0 +1,403 @@
+/* ctxrt_linearize.c — the linearizer: a forest into the flat, level-ordered arrays
+ * generated code reads (ARCHITECTURE.md, "The runtime contract"; CtxrtLinear in
+ * ctxrt.h).
+ *
+ * Runs on the host inside every timed inference, so it is a few linear passes
+ * with no recursion and, once its buffers are large enough, no allocation:
+ *   1. levels: one scan from the last node down when every dependency follows its
+ *      node (pre-order trees: PTB, the generators' trees), else one scan up when
+ *      every dependency precedes it (sequences, grids, post-order lists), else
+ *      Kahn's algorithm over a reverse-edge index (any DAG order; finds cycles);
+ *   2. a counting sort of the nodes by level, stable in forest order;
+ *   3. one pass in new-id order writing dependency rows and dense value rows;
+ *   4. the outputs (nodes nothing depends on), in forest order.
+ * Assumes the forest came from a reader or generator (its offset arrays are
+ * consistent); checks what would otherwise break the arrays: dependencies out of
+ * range, cycles, arity over the fixed K, value counts.
+ */
+#include "ctxrt_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ALIGN 64 /* a cache line, and an AVX-512 vector */
+
+/* --- errors ------------------------------------------------------------------- */
+
+/* `structure S, node ID: MESSAGE` at forest node [n]'s line. */
+static CtxrtStatus CTXRT_PRINTF(4, 5)
+    node_err(const CtxrtForest *f, CtxrtError *err, int32_t n, const char *fmt, ...) {
+  char tail[CTXRT_MSG_SIZE];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(tail, sizeof tail, fmt, ap);
+  va_end(ap);
+  int32_t lo = 0, hi = f->num_structs; /* last s with struct_begin[s] <= n */
+  while (hi - lo > 1) {
+    int32_t mid = lo + (hi - lo) / 2;
+    if (f->struct_begin[mid] <= n)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return ctxrt__err(err, CTXRT_ERR_INVALID, f->name, f->line[n],
+                    "structure %d, node %lld: %s", (int)lo + 1, (long long)f->id[n],
+                    tail);
+}
+
+/* --- buffers ------------------------------------------------------------------ */
+
+/* Makes [*p] hold at least [bytes] (contents not kept); 0 when out of memory. */
+static int ensure(void **p, size_t *cap, size_t bytes) {
+  bytes = (bytes + ALIGN - 1) / ALIGN * ALIGN;
+  if (bytes == 0) bytes = ALIGN;
+  if (*cap >= bytes) return 1;
+  free(*p);
+  *cap = 0;
+  *p = aligned_alloc(ALIGN, bytes);
+  if (!*p) return 0;
+  *cap = bytes;
+  return 1;
+}
+
+static size_t round_up(size_t x) {
+  return (x + ALIGN - 1) / ALIGN * ALIGN;
+}
+
+/* Lays the public arrays out in [lin]'s block (allocating it when too small) for
+ * [n] nodes, [levels] levels, K and V already set. */
+static int carve(CtxrtLinear *lin, int32_t n, int32_t levels) {
+  size_t sn = (size_t)n, nk = sn * (size_t)lin->max_deps,
+         nv = sn * (size_t)lin->num_values;
+  size_t sizes[] = {((size_t)levels + 1) * 4,
+                    (size_t)levels * 4,
+                    sn * 4,
+                    nk * 4,
+                    sn * 4,
+                    sn * 4,
+                    sn * 4,
+                    nv * 4,
+                    nv * 4,
+                    sn};
+  size_t off[sizeof sizes / sizeof sizes[0]], total = 0;
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    off[i] = total;
+    total += round_up(sizes[i]);
+  }
+  if (!ensure(&lin->block_, &lin->cap_, total)) return 0;
+  char *b = lin->block_;
+  lin->level_start = (int32_t *)(void *)(b + off[0]);
+  lin->level_len = (int32_t *)(void *)(b + off[1]);
+  lin->num_deps = (int32_t *)(void *)(b + off[2]);
+  lin->dep = (int32_t *)(void *)(b + off[3]);
+  lin->to_input = (int32_t *)(void *)(b + off[4]);
+  lin->to_new = (int32_t *)(void *)(b + off[5]);
+  lin->outputs = (int32_t *)(void *)(b + off[6]);
+  lin->val = (float *)(void *)(b + off[7]);
+  lin->ival = (int32_t *)(void *)(b + off[8]);
+  lin->has_val = (unsigned char *)(b + off[9]);
+  return 1;
+}
+
+/* Back to an empty linearization (memory kept). */
+static void make_empty(CtxrtLinear *lin) {
+  lin->kind = CTXRT_KIND_ANY;
+  lin->num_nodes = lin->num_levels = lin->leaf_end = 0;
+  lin->max_deps = lin->num_values = lin->num_outputs = 0;
+  if (lin->block_) carve(lin, 0, 0);
+  if (lin->level_start) lin->level_start[0] = 0;
+}
+
+/* --- 1. levels ---------------------------------------------------------------- */
+
+typedef struct Levels {
+  int32_t *level; /* [num_nodes], by forest index */
+  int32_t kmax;   /* most dependencies of a node */
+  int32_t count;  /* number of levels */
+} Levels;
+
+/* One scan from the last node down; 0 at the first dependency that does not follow
+ * its node (or lies out of range). */
+static int levels_down(const CtxrtForest *f, Levels *lv) {
+  const int32_t *db = f->dep_begin, *dep = f->dep;
+  int32_t n = f->num_nodes, *level = lv->level, kmax = 0, top = -1;
+  for (int32_t v = n - 1; v >= 0; v--) {
+    int32_t b = db[v], e = db[v + 1], l = 0;
+    if (e - b > kmax) kmax = e - b;
+    for (int32_t k = b; k < e; k++) {
+      int32_t d = dep[k];
+      if (d <= v || d >= n) return 0;
+      if (level[d] >= l) l = level[d] + 1;
+    }
+    level[v] = l;
+    if (l > top) top = l;
+  }
+  lv->kmax = kmax;
+  lv->count = top + 1;
+  return 1;
+}
+
+/* One scan from the first node up; 0 at the first dependency that does not
+ * precede its node (or lies out of range). */
+static int levels_up(const CtxrtForest *f, Levels *lv) {
+  const int32_t *db = f->dep_begin, *dep = f->dep;
+  int32_t n = f->num_nodes, *level = lv->level, kmax = 0, top = -1;
+  for (int32_t v = 0; v < n; v++) {
+    int32_t b = db[v], e = db[v + 1], l = 0;
+    if (e - b > kmax) kmax = e - b;
+    for (int32_t k = b; k < e; k++) {
+      int32_t d = dep[k];
+      if (d >= v || d < 0) return 0;
+      if (level[d] >= l) l = level[d] + 1;
+    }
+    level[v] = l;
+    if (l > top) top = l;
+  }
+  lv->kmax = kmax;
+  lv->count = top + 1;
+  return 1;
+}
+
+/* Kahn left node [u] unfinished: walk back through unfinished dependencies
+ * (each unfinished node has one) until the walk must be on a cycle. */
+static CtxrtStatus cycle_err(const CtxrtForest *f, const int32_t *pending, int32_t u,
+                             CtxrtError *err) {
+  for (int32_t step = 0; step < f->num_nodes; step++)
+    for (int32_t k = f->dep_begin[u]; k < f->dep_begin[u + 1]; k++)
+      if (pending[f->dep[k]] > 0) {
+        u = f->dep[k];
+        break;
+      }
+  return node_err(f, err, u, "on a dependency cycle");
+}
+
+/* Reverse-edge index: the nodes depending on d are users[ubegin[d] ..
+ * ubegin[d + 1]). Checks every dependency is in range. */
+static CtxrtStatus index_users(const CtxrtForest *f, int32_t *ubegin, int32_t *users,
+                               CtxrtError *err) {
+  int32_t n = f->num_nodes;
+  memset(ubegin, 0, ((size_t)n + 1) * sizeof *ubegin);
+  for (int32_t v = 0; v < n; v++)
+    for (int32_t k = f->dep_begin[v]; k < f->dep_begin[v + 1]; k++) {
+      int32_t d = f->dep[k];
+      if (d < 0 || d >= n || d == v)
+        return node_err(f, err, v, "dependency %d out of range or on itself", (int)d);
+      ubegin[d + 1]++;
+    }
+  for (int32_t v = 0; v < n; v++)
+    ubegin[v + 1] += ubegin[v];
+  for (int32_t v = 0; v < n; v++) /* ubegin[d] is d's fill cursor for now */
+    for (int32_t k = f->dep_begin[v]; k < f->dep_begin[v + 1]; k++)
+      users[ubegin[f->dep[k]]++] = v;
+  for (int32_t v = n; v > 0; v--)
+    ubegin[v] = ubegin[v - 1];
+  ubegin[0] = 0;
+  return CTXRT_OK;
+}
+
+/* Kahn's algorithm in any node order; [scratch] holds the level array then
+ * ubegin[n + 1], users[edges], queue[n], pending[n]. */
+static CtxrtStatus levels_kahn(const CtxrtForest *f, Levels *lv, CtxrtError *err) {
+  int32_t n = f->num_nodes, *level = lv->level;
+  int32_t *ubegin = level + n, *users = ubegin + n + 1;
+  int32_t *queue = users + f->dep_begin[n], *pending = queue + n;
+  CtxrtStatus st = index_users(f, ubegin, users, err);
+  if (st != CTXRT_OK) return st;
+  int32_t tail = 0, kmax = 0, top = n > 0 ? 0 : -1;
+  for (int32_t v = 0; v < n; v++) {
+    pending[v] = f->dep_begin[v + 1] - f->dep_begin[v];
+    if (pending[v] > kmax) kmax = pending[v];
+    level[v] = 0;
+    if (pending[v] == 0) queue[tail++] = v;
+  }
+  for (int32_t head = 0; head < tail; head++) {
+    int32_t v = queue[head], l = level[v] + 1;
+    for (int32_t k = ubegin[v]; k < ubegin[v + 1]; k++) {
+      int32_t u = users[k];
+      if (level[u] < l) level[u] = l;
+      if (--pending[u] == 0) {
+        queue[tail++] = u;
+        if (level[u] > top) top = level[u];
+      }
+    }
+  }
+  if (tail < n)
+    for (int32_t v = 0; v < n; v++)
+      if (pending[v] > 0) return cycle_err(f, pending, v, err);
+  lv->kmax = kmax;
+  lv->count = top + 1;
+  return CTXRT_OK;
+}
+
+/* Fills [lv] for [f], growing [lin]'s scratch as needed. */
+static CtxrtStatus compute_levels(CtxrtLinear *lin, const CtxrtForest *f, Levels *lv,
+                                  CtxrtError *err) {
+  size_t n = (size_t)f->num_nodes;
+  if (!ensure(&lin->scratch_, &lin->scratch_cap_, n * 4))
+    return ctxrt__nomem(err, f->name);
+  lv->level = lin->scratch_;
+  if (levels_down(f, lv) || levels_up(f, lv)) return CTXRT_OK;
+  size_t bytes = (4 * n + 1 + (size_t)f->dep_begin[n]) * 4;
+  if (!ensure(&lin->scratch_, &lin->scratch_cap_, bytes))
+    return ctxrt__nomem(err, f->name);
+  lv->level = lin->scratch_;
+  return levels_kahn(f, lv, err);
+}
+
+/* --- 2. numbering ------------------------------------------------------------- */
+
+/* A stable counting sort of the forest's nodes by level. */
+static void number_nodes(CtxrtLinear *lin, const Levels *lv) {
+  int32_t n = lin->num_nodes, L = lv->count;
+  int32_t *start = lin->level_start, *len = lin->level_len;
+  memset(len, 0, (size_t)L * sizeof *len);
+  for (int32_t v = 0; v < n; v++)
+    len[lv->level[v]]++;
+  start[0] = 0;
+  for (int32_t l = 0; l < L; l++) {
+    start[l + 1] = start[l] + len[l];
+    len[l] = start[l]; /* now the level's fill cursor */
+  }
+  for (int32_t v = 0; v < n; v++) {
+    int32_t w = len[lv->level[v]]++;
+    lin->to_new[v] = w;
+    lin->to_input[w] = v;
+  }
+  for (int32_t l = 0; l < L; l++)
+    len[l] = start[l + 1] - start[l];
+  lin->num_levels = L;
+  lin->leaf_end = L > 0 ? start[1] : 0;
+}
+
+/* --- 3. rows ------------------------------------------------------------------ */
+
+static int32_t to_int(double x) {
+  if (!(x > -2147483649.0 && x < 2147483648.0)) return CTXRT_NOT_INT;
+  int32_t t = (int32_t)x;
+  return (double)t == x ? t : CTXRT_NOT_INT;
+}
+
+/* Dense value rows in new-id order. Pointers are copied to restrict-qualified
+ * locals so the compiler need not reload them after every store. */
+static CtxrtStatus value_rows(CtxrtLinear *lin, const CtxrtForest *f, CtxrtError *err) {
+  const int32_t *restrict vb = f->val_begin, *restrict to_input = lin->to_input;
+  const double *restrict val = f->val;
+  float *restrict fr = lin->val;
+  int32_t *restrict ir = lin->ival;
+  unsigned char *restrict has = lin->has_val;
+  int32_t n = lin->num_nodes, V = lin->num_values;
+  for (int32_t w = 0; w < n; w++, fr += V, ir += V) {
+    int32_t v = to_input[w], b = vb[v], c = vb[v + 1] - b;
+    if (c != V && c != 0)
+      return node_err(f, err, v, "expected %d values or none, found %d", (int)V, (int)c);
+    has[w] = c != 0;
+    for (int32_t j = 0; j < V; j++) {
+      double x = c ? val[b + j] : 0;
+      fr[j] = (float)x;
+      ir[j] = to_int(x);
+    }
+  }
+  return CTXRT_OK;
+}
+
+/* Dependency rows in new-id order (K already covers every node); marks in [used]
+ * (by forest index) every node something depends on. */
+static void dep_rows(CtxrtLinear *lin, const CtxrtForest *f, int32_t *restrict used) {
+  const int32_t *restrict db = f->dep_begin, *restrict fdep = f->dep;
+  const int32_t *restrict to_new = lin->to_new, *restrict to_input = lin->to_input;
+  int32_t *restrict num_deps = lin->num_deps, *restrict row = lin->dep;
+  int32_t n = lin->num_nodes, K = lin->max_deps;
+  memset(used, 0, (size_t)n * sizeof *used);
+  for (int32_t w = 0; w < n; w++, row += K) {
+    int32_t v = to_input[w], b = db[v], c = db[v + 1] - b, k = 0;
+    num_deps[w] = c;
+    for (; k < c; k++) {
+      int32_t d = fdep[b + k];
+      row[k] = to_new[d];
+      used[d] = 1;
+    }
+    for (; k < K; k++)
+      row[k] = -1;
+  }
+}
+
+/* --- 4. outputs and the entry points ------------------------------------------ */
+
+/* Compacts [lin->outputs], which holds the used flags, into the new ids of the
+ * unused nodes in forest order (the write index never passes the read index). */
+static void collect_outputs(CtxrtLinear *lin) {
+  int32_t count = 0, *out = lin->outputs;
+  for (int32_t v = 0; v < lin->num_nodes; v++)
+    if (!out[v]) out[count++] = lin->to_new[v];
+  lin->num_outputs = count;
+}
+
+static CtxrtStatus fill(CtxrtLinear *lin, const CtxrtForest *f, int32_t num_values,
+                        int32_t max_deps, CtxrtError *err) {
+  Levels lv = {NULL, 0, 0};
+  CtxrtStatus st = compute_levels(lin, f, &lv, err);
+  if (st != CTXRT_OK) return st;
+  int32_t n = f->num_nodes, K = max_deps > 0 ? max_deps : lv.kmax;
+  if (lv.kmax > K) /* name the first node, in forest order, with too many */
+    for (int32_t v = 0; v < n; v++) {
+      int32_t c = f->dep_begin[v + 1] - f->dep_begin[v];
+      if (c > K)
+        return node_err(f, err, v, "%d dependencies, more than the most allowed, %d",
+                        (int)c, (int)K);
+    }
+  if ((int64_t)n * K > INT32_MAX || (int64_t)n * num_values > INT32_MAX)
+    return ctxrt__nomem(err, f->name);
+  lin->max_deps = K;
+  lin->num_values = num_values;
+  if (!carve(lin, n, lv.count)) return ctxrt__nomem(err, f->name);
+  lin->num_nodes = n;
+  number_nodes(lin, &lv);
+  dep_rows(lin, f, lin->outputs);
+  if (num_values == 0)
+    memset(lin->has_val, 0, (size_t)n);
+  else if ((st = value_rows(lin, f, err)) != CTXRT_OK)
+    return st;
+  collect_outputs(lin);
+  lin->kind = f->kind;
+  return CTXRT_OK;
+}
+
+CtxrtStatus ctxrt_linear_fill(CtxrtLinear *lin, const CtxrtForest *f, int32_t num_values,
+                              int32_t max_deps, CtxrtError *err) {
+  make_empty(lin);
+  if (num_values < 0 || max_deps < 0)
+    return ctxrt__err(err, CTXRT_ERR_ARG, NULL, 0,
+                      "linearize: negative num_values (%d) or max_deps (%d)",
+                      (int)num_values, (int)max_deps);
+  CtxrtStatus st = fill(lin, f, num_values, max_deps, err);
+  if (st != CTXRT_OK) make_empty(lin);
+  return st;
+}
+
+CtxrtStatus ctxrt_linear_create(const CtxrtForest *f, int32_t num_values,
+                                int32_t max_deps, CtxrtLinear **out, CtxrtError *err) {
+  *out = NULL;
+  CtxrtLinear *lin = calloc(1, sizeof *lin);
+  if (!lin || !carve(lin, 0, 0)) {
+    ctxrt_linear_destroy(lin);
+    return ctxrt__nomem(err, f ? f->name : NULL);
+  }
+  make_empty(lin);
+  if (f) {
+    CtxrtStatus st = ctxrt_linear_fill(lin, f, num_values, max_deps, err);
+    if (st != CTXRT_OK) {
+      ctxrt_linear_destroy(lin);
+      return st;
+    }
+  }
+  *out = lin;
+  return CTXRT_OK;
+}
+
+void ctxrt_linear_destroy(CtxrtLinear *lin) {
+  if (!lin) return;
+  free(lin->block_);
+  free(lin->scratch_);
+  free(lin);
+}
