@@ -75,7 +75,7 @@ RaProgram *ctx_pipeline_ra(CtxSession *s, const char *path);
  * value) into s->opts.run. Returns CTX_OPT_NOT_MINE for an option it does not
  * know, CTX_OPT_TAKEN, or CTX_OPT_BAD after printing a usage error. */
 enum { CTX_OPT_NOT_MINE, CTX_OPT_TAKEN, CTX_OPT_BAD };
-#define CTX_RUN_USAGE "ctx run MODEL.ctx --interp [--input FILE | --gen SPEC] [options]"
+#define CTX_RUN_USAGE "ctx run MODEL.ctx [--interp] [--input FILE | --gen SPEC] [options]"
 int ctx_run_option(int argc, char **argv, int *i, CtxOptions *o);
 
 /* ctx run: compiles the model, reads the input and the weights, runs the

@@ -36,8 +36,8 @@ static const char fmt_options[] =
 
 /* ctx run; every flag is an interface (docs/formats.md, driver_run.c). */
 static const char run_options[] =
-    "  --interp           run the float64 reference interpreter (required today:\n"
-    "                     the compiled CPU backend is not available yet)\n"
+    "  --interp           run the float64 reference interpreter (today also the\n"
+    "                     default: the compiled CPU backend is not available yet)\n"
     "  --input FILE       the input structures (without --input and --gen: a bundled\n"
     "                     sample that fits the model, see below)\n"
     "  --format ptb|nodes the input's format; default from its extension: .ptb,\n"
