@@ -9,9 +9,9 @@
 #ifndef CTX_DRIVER_H
 #define CTX_DRIVER_H
 
-#include "ra/ra.h"
+#include "ilir/ilir.h"
 
-typedef enum { DUMP_NONE, DUMP_TOKENS, DUMP_AST, DUMP_RA } CtxDump;
+typedef enum { DUMP_NONE, DUMP_TOKENS, DUMP_AST, DUMP_RA, DUMP_ILIR } CtxDump;
 
 typedef enum { CTX_FORMAT_AUTO, CTX_FORMAT_PTB, CTX_FORMAT_NODES } CtxFormat;
 

@@ -24,7 +24,7 @@ typedef struct {
 } Verb;
 
 static const char common_options[] =
-    "  --dump=STAGE       print a stage's output: tokens, ast, ra\n"
+    "  --dump=STAGE       print a stage's output: tokens, ast, ra, ilir\n"
     "  --error-limit=N    stop after N errors (default 20, 0 = no limit)\n"
     "  -D NAME=VALUE      override dim NAME (also -DNAME=VALUE)\n"
     "  --syntax-only      parse only; do not check names, shapes and recursion\n"
@@ -140,7 +140,8 @@ static int parse_dump(const Verb *v, CtxOptions *o, const char *val) {
   if (strcmp(val, "tokens") == 0) o->dump = DUMP_TOKENS;
   else if (strcmp(val, "ast") == 0) o->dump = DUMP_AST;
   else if (strcmp(val, "ra") == 0) o->dump = DUMP_RA;
-  else return usage_error(v, "unknown stage '%s' for --dump (stages: tokens, ast, ra)", val);
+  else if (strcmp(val, "ilir") == 0) o->dump = DUMP_ILIR;
+  else return usage_error(v, "unknown stage '%s' for --dump (stages: tokens, ast, ra, ilir)", val);
   return 0;
 }
 

@@ -87,13 +87,13 @@ int ctx_pipeline_check(CtxSession *s) {
                          : NULL;
     if (!m || !m->output_func || s->diag.errors > errors) continue; /* or a module */
     RaProgram *p = ra_build(s->arena, &s->diag, m);
-    if (p && s->opts.dump == DUMP_RA) {
-      CtxBuf b;
-      ctx_buf_init(&b);
-      ra_print(&b, p);
-      fputs(ctx_buf_str(&b), s->out);
-      ctx_buf_free(&b);
-    }
+    IlirKernel *k = p ? ilir_lower(s->arena, &s->diag, p) : NULL;
+    CtxBuf b;
+    ctx_buf_init(&b);
+    if (p && s->opts.dump == DUMP_RA) ra_print(&b, p);
+    if (k && s->opts.dump == DUMP_ILIR) ilir_print(&b, k);
+    fputs(ctx_buf_str(&b), s->out);
+    ctx_buf_free(&b);
   }
   return ctx_session_exit_code(s);
 }

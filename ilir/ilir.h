@@ -1,0 +1,165 @@
+/* ilir.h — ILIR: the loop IR that RA is lowered to, and that schedules
+ * transform and backends compile.
+ *
+ * An ILIR kernel is one function run once per inference over a linearized
+ * batch of structures (runtime/ctxrt.h, CtxrtLinear): node ids are numbered
+ * so that every dependency level is one contiguous id range and leaves come
+ * first. The kernel's loops may have bounds read at run time
+ * (level_start[l]) and its indices may be uninterpreted functions of loop
+ * variables — dep(n, k), the k-th dependency of node n, and num_deps(n) —
+ * which are loads from arrays the linearizer fills.
+ *
+ * Values are 64-bit integers (indices, loop variables, the results of
+ * comparisons) or 32-bit floats (tensor elements). Every tensor lives in a
+ * buffer the caller passes in; the kernel keeps no state of its own.
+ *
+ * The recursion of RA becomes two loops: over levels in order (dynamic
+ * batching: a level's nodes depend only on earlier levels) and over the nodes
+ * of a level (independent of each other). Every dependency slot of a node
+ * that does not exist holds the id num_nodes, whose result row the caller
+ * keeps zero — so reading an absent child's result needs no test.
+ */
+#ifndef CTX_ILIR_H
+#define CTX_ILIR_H
+
+#include "ra/ra.h"
+
+/* ---- buffers: the kernel's arguments ----------------------------------------- */
+
+typedef enum {
+  ILIR_BUF_PARAM,     /* f32[size]: a parameter, row-major */
+  ILIR_BUF_VALUES,    /* f32[(num_nodes + 1) * V]: per-node input values */
+  ILIR_BUF_IVALUES,   /* i32[(num_nodes + 1) * V]: the same values as integers */
+  ILIR_BUF_RESULT,    /* f32[(num_nodes + 1) * size]: a function's result rows */
+  ILIR_BUF_SCRATCH,   /* f32[(num_nodes + 1) * size]: an operator's value per node */
+  ILIR_BUF_DEP,       /* i32[num_nodes * K]: dependency ids, num_nodes when absent */
+  ILIR_BUF_NUM_DEPS,  /* i32[num_nodes] */
+  ILIR_BUF_LEVELS     /* i32[num_levels + 1]: level l is ids [levels[l], levels[l+1]) */
+} IlirBufKind;
+
+typedef struct {
+  const char *name;
+  IlirBufKind kind;
+  long size;  /* elements per node (VALUES, RESULT, SCRATCH) or in all (PARAM) */
+  int index;  /* RA parameter / function / operator it holds */
+  int func;   /* SCRATCH: the function of the operator */
+} IlirBuf;
+
+/* ---- expressions ----------------------------------------------------------------- */
+
+typedef enum { ILIR_I64, ILIR_F32 } IlirType;
+
+typedef enum {
+  ILIR_CONST,     /* ival (I64) or fval (F32) */
+  ILIR_VAR,       /* a loop or reduction variable (I64) */
+  ILIR_LOAD,      /* buf[a]; F32 from f32 buffers, I64 (sign-extended) from i32 ones */
+  ILIR_UNARY,     /* op: IlirUnOp of a */
+  ILIR_BINARY,    /* op: IlirBinOp of a, b (both of the result type, except
+                     comparisons: I64 result of two operands of one type) */
+  ILIR_SELECT,    /* c (I64, nonzero = true) ? a : b */
+  ILIR_REDUCE,    /* op (ILIR_SUM / ILIR_MAXR) over var in [lo, hi) of a (F32) */
+  ILIR_TO_F32,    /* a (I64) converted to F32 */
+  ILIR_ARG        /* a kernel argument (I64): ival 0 = num_nodes, 1 = num_levels */
+} IlirExprKind;
+
+typedef enum {
+  ILIR_NEG, ILIR_NOT, ILIR_SIGMOID, ILIR_TANH, ILIR_RELU, ILIR_EXP, ILIR_LOG,
+  ILIR_SQRT, ILIR_ABS
+} IlirUnOp;
+
+typedef enum {
+  ILIR_ADD, ILIR_SUB, ILIR_MUL, ILIR_DIV, ILIR_EQ, ILIR_NE, ILIR_LT, ILIR_LE, ILIR_GT,
+  ILIR_GE, ILIR_AND, ILIR_OR, ILIR_SUM, ILIR_MAXR
+} IlirBinOp;
+
+typedef struct IlirVar {
+  const char *name; /* printed as is; split variables print as i.o / i.i */
+  int id;           /* dense, per kernel */
+} IlirVar;
+
+typedef struct IlirExpr IlirExpr;
+struct IlirExpr {
+  IlirExprKind kind;
+  IlirType type;
+  long ival;
+  float fval;
+  IlirVar *var;      /* VAR, REDUCE */
+  int buf;           /* LOAD: index into the kernel's buffers */
+  int op;
+  IlirExpr *a, *b, *c;
+  IlirExpr *lo, *hi; /* REDUCE bounds (I64) */
+};
+
+/* ---- statements ---------------------------------------------------------------------- */
+
+typedef enum {
+  ILIR_LOOP,   /* for var in [lo, hi) { body } */
+  ILIR_STORE,  /* buf[index] = value (F32) */
+  ILIR_IF      /* if cond { then } else { els } */
+} IlirStmtKind;
+
+typedef enum {
+  ILIR_LOOP_SERIAL,
+  ILIR_LOOP_LEVELS,   /* over dependency levels: in order, a barrier between */
+  ILIR_LOOP_NODES,    /* over the nodes of one level: independent iterations */
+  ILIR_LOOP_PARALLEL, /* iterations may run on different threads */
+  ILIR_LOOP_VECTOR,   /* iterations may run in SIMD lanes */
+  ILIR_LOOP_UNROLL
+} IlirLoopKind;
+
+typedef struct IlirStmt IlirStmt;
+typedef struct {
+  IlirStmt **stmts;
+  int n;
+} IlirBlock;
+
+struct IlirStmt {
+  IlirStmtKind kind;
+  /* LOOP */
+  IlirVar *var;
+  IlirExpr *lo, *hi;
+  IlirLoopKind loop;
+  IlirBlock body;
+  /* STORE */
+  int buf;
+  IlirExpr *index, *value;
+  /* IF */
+  IlirExpr *cond;
+  IlirBlock then, els;
+};
+
+typedef struct {
+  const char *name;      /* the kernel's symbol, e.g. ctx_treelstm_kernel */
+  IlirBuf *bufs;
+  int nbufs;
+  int nvars;
+  long max_deps;         /* K: the row width of the DEP buffer */
+  long values_per_node;  /* V */
+  IlirBlock body;
+  /* where the output lives: RESULT buffer [out_buf], values [out_off, out_off +
+   * out_size) of each node's row */
+  int out_buf;
+  long out_off, out_size;
+  int levels_buf, num_deps_buf, dep_buf, values_buf, ivalues_buf;
+} IlirKernel;
+
+/* The kernel's calling convention (codegen emits exactly this signature):
+ *
+ *   void NAME(void *const *bufs, int64_t num_nodes, int64_t num_levels);
+ *
+ * bufs[i] points to the data of kernel->bufs[i], sized as IlirBufKind says.
+ * RESULT and SCRATCH buffers hold num_nodes + 1 rows; the caller zeroes the
+ * last row of each RESULT buffer (the absent dependency). */
+
+/* Lowers [p] to a kernel in [arena]. Reports what it cannot lower to [diag]
+ * and returns NULL then. */
+IlirKernel *ilir_lower(CtxArena *arena, CtxDiag *diag, const RaProgram *p);
+
+/* Writes [k] in readable form (ctx check --dump=ilir). */
+void ilir_print(CtxBuf *out, const IlirKernel *k);
+
+/* Checks types, buffer indices and variable scoping; an internal compiler
+ * error on [diag] and false when one fails. */
+bool ilir_verify(const IlirKernel *k, CtxDiag *diag);
+
+#endif
