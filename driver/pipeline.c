@@ -8,6 +8,10 @@
  * place; later stages plug in below it.
  */
 #include "driver/driver.h"
+#include "sched/sched.h"
+#ifdef CTX_HAVE_JIT
+#include "codegen/codegen.h"
+#endif
 
 #include <string.h>
 
@@ -71,30 +75,50 @@ AstFile *ctx_pipeline_parse(CtxSession *s, const char *path) {
   return f;
 }
 
-/* parse -> sema for each model file; schedule files are parsed only. */
+/* Checks the model file [f] through sema, RA and ILIR and prints the dump
+ * the options ask for; returns its RA (NULL after errors, or for a module). */
+static RaProgram *check_model(CtxSession *s, AstFile *f, int errors) {
+  int nfiles;
+  AstFile **files = ctx_pipeline_imports(s, f, &nfiles);
+  SemaModel *m = files ? sema_check(s->arena, &s->diag, files, nfiles, s->opts.defines,
+                                    s->opts.ndefines)
+                       : NULL;
+  if (!m || !m->output_func || s->diag.errors > errors) return NULL; /* or a module */
+  RaProgram *p = ra_build(s->arena, &s->diag, m);
+  IlirKernel *k = p ? ilir_lower(s->arena, &s->diag, p) : NULL;
+  CtxBuf b;
+  ctx_buf_init(&b);
+  if (p && s->opts.dump == DUMP_RA) ra_print(&b, p);
+  if (k && s->opts.dump == DUMP_ILIR) ilir_print(&b, k);
+#ifdef CTX_HAVE_JIT
+  if (k && s->opts.dump == DUMP_LLVM) cg_emit_llvm(&b, k, &s->diag);
+  if (k && s->opts.dump == DUMP_ASM) cg_emit_asm(&b, k, &s->diag);
+#endif
+  fputs(ctx_buf_str(&b), s->out);
+  ctx_buf_free(&b);
+  return p;
+}
+
+/* Checks the schedule blocks of [f] against the model [p]. */
+static void check_schedules(CtxSession *s, const AstFile *f, const RaProgram *p) {
+  for (int i = 0; i < f->nitems; i++)
+    if (f->items[i]->kind == AST_SCHEDULE) sched_check(s->arena, &s->diag, f->items[i], p);
+}
+
 int ctx_pipeline_check(CtxSession *s) {
+  RaProgram *model = NULL;
+  CtxVec scheds = {0}; /* files holding schedules, checked against the model */
   for (int i = 0; i < s->opts.nfiles && !ctx_diag_should_stop(&s->diag); i++) {
     int errors = s->diag.errors;
     AstFile *f = ctx_pipeline_parse(s, s->opts.files[i]);
     bool dump_front = s->opts.dump == DUMP_TOKENS || s->opts.dump == DUMP_AST;
-    if (!f || s->diag.errors > errors || s->opts.syntax_only || dump_front ||
-        has_suffix(s->opts.files[i], ".sched"))
-      continue;
-    int nfiles;
-    AstFile **files = ctx_pipeline_imports(s, f, &nfiles);
-    SemaModel *m = files ? sema_check(s->arena, &s->diag, files, nfiles, s->opts.defines,
-                                      s->opts.ndefines)
-                         : NULL;
-    if (!m || !m->output_func || s->diag.errors > errors) continue; /* or a module */
-    RaProgram *p = ra_build(s->arena, &s->diag, m);
-    IlirKernel *k = p ? ilir_lower(s->arena, &s->diag, p) : NULL;
-    CtxBuf b;
-    ctx_buf_init(&b);
-    if (p && s->opts.dump == DUMP_RA) ra_print(&b, p);
-    if (k && s->opts.dump == DUMP_ILIR) ilir_print(&b, k);
-    fputs(ctx_buf_str(&b), s->out);
-    ctx_buf_free(&b);
+    if (!f || s->diag.errors > errors || s->opts.syntax_only || dump_front) continue;
+    ctx_vec_push(s->arena, &scheds, f);
+    if (has_suffix(s->opts.files[i], ".sched")) continue;
+    RaProgram *p = check_model(s, f, errors);
+    if (p) model = p;
   }
+  for (int i = 0; model && i < scheds.len; i++) check_schedules(s, scheds.items[i], model);
   return ctx_session_exit_code(s);
 }
 

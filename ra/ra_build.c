@@ -164,7 +164,9 @@ static void lower_stmt(RaBuilder *B, const AstStmt *s) {
         B->scope->expr = s->u.let.value;
         B->scope->scope = B->scope->next;
       } else {
-        bind_op(B, name, ra_materialize(B, name, s->u.let.value, -1, t));
+        RaOp *op = ra_materialize(B, name, s->u.let.value, -1, t);
+        op->span = s->u.let.names[0].span; /* schedules point here */
+        bind_op(B, name, op);
       }
     }
     break;

@@ -1,0 +1,60 @@
+/* sched.h — schedules: the directives of a `schedule` block, checked against
+ * a model and recorded as plain data.
+ *
+ * A schedule names what to do, not how: dynamic batching, leaf
+ * specialization, fusion, loop splits and tiles, vectorization, unrolling,
+ * parallel loops, persistence, caching and GPU bindings (docs/language.md,
+ * "Schedules"). sched_check resolves every name a directive uses — the
+ * model's operators (the `let`s of its recursive functions), their axes
+ * (`node`, the index variables of the operator, and the `.outer`/`.inner`
+ * halves of an axis that an earlier split or tile made), its parameters —
+ * and checks every argument's form, reporting errors at the directive in the
+ * schedule file with a note at the definition in the model. The result is
+ * data that the scheduling passes apply to ILIR.
+ */
+#ifndef CTX_SCHED_H
+#define CTX_SCHED_H
+
+#include "ra/ra.h"
+
+typedef enum {
+  SCHED_DYNAMIC_BATCH, SCHED_SPECIALIZE, SCHED_FUSE, SCHED_HOIST, SCHED_DENSE,
+  SCHED_SPLIT, SCHED_TILE, SCHED_REORDER, SCHED_VECTORIZE, SCHED_UNROLL,
+  SCHED_UNROLL_RECURSION, SCHED_PARALLEL, SCHED_PERSIST, SCHED_CACHE, SCHED_BIND
+} SchedVerb;
+
+enum { SCHED_MAX_ARGS = 8 };
+
+typedef struct {
+  SchedVerb verb;
+  CtxSpan span;
+  const RaOp *op;                      /* the `OP:` target, or NULL */
+  const RaOp *ops[SCHED_MAX_ARGS];     /* fuse / hoist / dense */
+  int nops;
+  const char *axes[SCHED_MAX_ARGS];    /* split, tile, reorder, vectorize, unroll,
+                                          parallel, bind (in order) */
+  int naxes;
+  long factors[SCHED_MAX_ARGS];        /* split, tile, unroll, unroll_recursion */
+  int nfactors;
+  int params[SCHED_MAX_ARGS];          /* cache: RaProgram parameter indices */
+  int nparams;
+  const char *where[SCHED_MAX_ARGS];   /* cache: "shared" / "registers"; bind: "block" /
+                                          "thread" per axis */
+} SchedDirective;
+
+typedef enum { SCHED_CPU, SCHED_CUDA } SchedTarget;
+
+typedef struct {
+  const char *model;
+  SchedTarget target;
+  SchedDirective *dirs;
+  int ndirs;
+} Schedule;
+
+/* Checks the schedule block [item] against [p] (built from the model whose
+ * definitions [model_file] holds). Returns the schedule, or NULL after
+ * reporting errors to [diag]. */
+Schedule *sched_check(CtxArena *arena, CtxDiag *diag, const AstItem *item,
+                      const RaProgram *p);
+
+#endif

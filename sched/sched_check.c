@@ -1,0 +1,297 @@
+/* sched_check.c — checking schedule directives against a model.
+ *
+ * Each directive is matched against its verb's form (the usage strings of
+ * the table below, which docs/language.md repeats); names resolve to the
+ * model's operators, their axes and its parameters. An error points at the
+ * offending word in the schedule, with a note at the definition in the model
+ * or a suggestion. Axes made by `split` and `tile` (`i.outer`, `i.inner`)
+ * exist for the directives after them.
+ */
+#include "sched/sched.h"
+
+#include <stdarg.h>
+#include <string.h>
+
+typedef struct {
+  CtxArena *a;
+  CtxDiag *d;
+  const RaProgram *p;
+  const AstDirective *dir;
+  SchedDirective *out;
+  const AstSchedArg *args;
+  int nargs, pos;      /* the argument cursor */
+  CtxVec made;         /* pairs: operator, axis name made by split/tile */
+  bool ok;
+} Check;
+
+typedef struct {
+  const char *name;
+  SchedVerb verb;
+  int op; /* 0: no `OP:`, 1: required, 2: optional */
+  const char *usage;
+  void (*args)(Check *c);
+} VerbInfo;
+
+static void bad(Check *c, CtxSpan span, const char *fmt, ...) CTX_PRINTF(3, 4);
+
+/* Reports the directive's first error (later ones would only echo it). */
+static void bad(Check *c, CtxSpan span, const char *fmt, ...) {
+  if (c->ok) {
+    va_list ap;
+    va_start(ap, fmt);
+    ctx_diag_report(c->d, CTX_SEV_ERROR, span, fmt, ap);
+    va_end(ap);
+  }
+  c->ok = false;
+}
+
+static const AstSchedArg *next(Check *c) {
+  return c->pos < c->nargs ? &c->args[c->pos++] : NULL;
+}
+
+/* ---- names ---------------------------------------------------------------------- */
+
+static const RaOp *find_op(const Check *c, const char *name) {
+  for (int f = 0; f < c->p->nfuncs; f++)
+    for (int o = 0; o < c->p->funcs[f].nops; o++)
+      if (strcmp(c->p->funcs[f].ops[o]->name, name) == 0) return c->p->funcs[f].ops[o];
+  return NULL;
+}
+
+/* Reports an unknown operator with the closest operator's definition. */
+static void unknown_op(Check *c, const char *name, CtxSpan span) {
+  bad(c, span, "unknown operator '%s'", name);
+  const RaOp *best = NULL;
+  int dist = 3;
+  for (int f = 0; f < c->p->nfuncs; f++)
+    for (int o = 0; o < c->p->funcs[f].nops; o++) {
+      int d = ctx_edit_distance(name, c->p->funcs[f].ops[o]->name, 2);
+      if (d < dist) dist = d, best = c->p->funcs[f].ops[o];
+    }
+  if (best) ctx_diag_note(c->d, best->span, "did you mean '%s'?", best->name);
+}
+
+static bool has_axis(const Check *c, const RaOp *op, const char *axis) {
+  if (strcmp(axis, "node") == 0) return true;
+  for (int i = 0; i < op->shape.rank; i++)
+    if (strcmp(op->vars[i]->name, axis) == 0) return true;
+  for (int i = 0; i + 1 < c->made.len; i += 2)
+    if (c->made.items[i] == op && strcmp(c->made.items[i + 1], axis) == 0) return true;
+  return false;
+}
+
+static void make_halves(Check *c, const RaOp *op, const char *axis) {
+  ctx_vec_push(c->a, &c->made, (void *)op);
+  ctx_vec_push(c->a, &c->made, ctx_arena_printf(c->a, "%s.outer", axis));
+  ctx_vec_push(c->a, &c->made, (void *)op);
+  ctx_vec_push(c->a, &c->made, ctx_arena_printf(c->a, "%s.inner", axis));
+}
+
+/* An axis of the directive's operator (or, without one, of any operator). */
+static void take_axis(Check *c, const AstSchedArg *a) {
+  if (!a || a->kind != AST_SARG_NAME) {
+    bad(c, a ? a->span : c->dir->span, "expected an axis, found %s", a ? "a number" : "nothing");
+    return;
+  }
+  const RaOp *op = c->out->op;
+  bool found = op && has_axis(c, op, a->name);
+  for (int f = 0; !op && !found && f < c->p->nfuncs; f++)
+    for (int o = 0; !found && o < c->p->funcs[f].nops; o++)
+      found = has_axis(c, c->p->funcs[f].ops[o], a->name);
+  if (!found) {
+    bad(c, a->span, "unknown axis '%s'", a->name);
+    if (op) ctx_diag_note(c->d, op->span, "'%s' is defined here", op->name);
+  }
+  if (c->out->naxes < SCHED_MAX_ARGS) c->out->axes[c->out->naxes++] = a->name;
+}
+
+static void take_factor(Check *c, const AstSchedArg *a) {
+  if (!a || a->kind != AST_SARG_INT) {
+    bad(c, a ? a->span : c->dir->span, "expected a factor, found %s",
+        a ? (a->name ? a->name : "a list") : "nothing");
+    return;
+  }
+  if (a->value <= 0) bad(c, a->span, "a factor must be positive, found %s", a->name);
+  if (c->out->nfactors < SCHED_MAX_ARGS) c->out->factors[c->out->nfactors++] = a->value;
+}
+
+static bool word(Check *c, const char *w) {
+  const AstSchedArg *a = next(c);
+  if (a && a->kind == AST_SARG_NAME && strcmp(a->name, w) == 0) return true;
+  bad(c, a ? a->span : c->dir->span, "expected '%s' here", w);
+  return false;
+}
+
+static void take_op(Check *c, const AstSchedArg *a) {
+  if (!a || a->kind != AST_SARG_NAME) {
+    bad(c, a ? a->span : c->dir->span, "expected an operator, found %s", "something else");
+    return;
+  }
+  const RaOp *op = find_op(c, a->name);
+  if (!op) unknown_op(c, a->name, a->span);
+  else if (c->out->nops < SCHED_MAX_ARGS) c->out->ops[c->out->nops++] = op;
+}
+
+/* ---- the verbs' argument forms -------------------------------------------------------- */
+
+static void no_args(Check *c) { (void)c; }
+
+static void specialize_args(Check *c) {
+  const AstSchedArg *a = next(c);
+  if (!a || a->kind != AST_SARG_NAME || strcmp(a->name, "leaf") != 0)
+    bad(c, a ? a->span : c->dir->span, "only 'leaf' can be specialized");
+}
+
+static void ops_args(Check *c) {
+  while (c->pos < c->nargs && c->ok) take_op(c, next(c));
+  if (c->out->verb == SCHED_FUSE && c->out->nops < 2 && c->ok)
+    bad(c, c->dir->span, "'fuse' needs at least two operators");
+}
+
+static void split_args(Check *c) {
+  const AstSchedArg *axis = c->pos < c->nargs ? &c->args[c->pos] : NULL;
+  take_axis(c, next(c));
+  if (word(c, "by")) take_factor(c, next(c));
+  if (c->ok && axis) make_halves(c, c->out->op, axis->name);
+}
+
+static void tile_args(Check *c) {
+  const AstSchedArg *axes = next(c);
+  if (!axes || axes->kind != AST_SARG_LIST || axes->n < 2) {
+    bad(c, axes ? axes->span : c->dir->span, "expected a list of axes, as %s", "(node, i)");
+    return;
+  }
+  for (int i = 0; i < axes->n; i++) take_axis(c, &axes->elems[i]);
+  if (!word(c, "by")) return;
+  const AstSchedArg *fs = next(c);
+  if (!fs || fs->kind != AST_SARG_LIST || fs->n != axes->n) {
+    bad(c, fs ? fs->span : c->dir->span, "expected one factor per axis, as %s", "(4, 16)");
+    return;
+  }
+  for (int i = 0; i < fs->n; i++) take_factor(c, &fs->elems[i]);
+  for (int i = 0; c->ok && i < axes->n; i++) make_halves(c, c->out->op, axes->elems[i].name);
+}
+
+static void axes_args(Check *c) {
+  while (c->pos < c->nargs && c->ok) take_axis(c, next(c));
+  if (c->out->verb == SCHED_REORDER && c->out->naxes < 2 && c->ok)
+    bad(c, c->dir->span, "'reorder' needs at least two axes");
+}
+
+static void axis_args(Check *c) { take_axis(c, next(c)); }
+
+static void unroll_args(Check *c) {
+  take_axis(c, next(c));
+  if (c->pos < c->nargs && word(c, "by")) take_factor(c, next(c));
+}
+
+static void factor_args(Check *c) { take_factor(c, next(c)); }
+
+static void cache_args(Check *c) {
+  const AstSchedArg *a;
+  while ((a = next(c)) && !(a->kind == AST_SARG_NAME && strcmp(a->name, "in") == 0)) {
+    int idx = -1;
+    for (int i = 0; a->kind == AST_SARG_NAME && i < c->p->nparams; i++)
+      if (strcmp(c->p->params[i].name, a->name) == 0) idx = i;
+    if (idx < 0) bad(c, a->span, "unknown parameter '%s'", a->name ? a->name : "");
+    else if (c->out->nparams < SCHED_MAX_ARGS) c->out->params[c->out->nparams++] = idx;
+  }
+  const AstSchedArg *w = next(c);
+  if (!a || !w || w->kind != AST_SARG_NAME ||
+      (strcmp(w->name, "shared") != 0 && strcmp(w->name, "registers") != 0)) {
+    bad(c, w ? w->span : c->dir->span, "expected 'in shared' or 'in registers'");
+    return;
+  }
+  c->out->where[0] = w->name;
+}
+
+static void bind_args(Check *c) {
+  while (c->pos < c->nargs && c->ok) {
+    take_axis(c, next(c));
+    if (!word(c, "to")) return;
+    const AstSchedArg *w = next(c);
+    if (!w || w->kind != AST_SARG_NAME ||
+        (strcmp(w->name, "block") != 0 && strcmp(w->name, "thread") != 0)) {
+      bad(c, w ? w->span : c->dir->span, "expected 'block' or 'thread'");
+      return;
+    }
+    c->out->where[c->out->naxes - 1] = w->name;
+  }
+}
+
+/* The verbs: keep in step with grammar/keywords.def (class DIRECTIVE). */
+static const VerbInfo verbs[] = {
+    {"dynamic_batch", SCHED_DYNAMIC_BATCH, 0, "dynamic_batch", no_args},
+    {"specialize", SCHED_SPECIALIZE, 0, "specialize leaf", specialize_args},
+    {"fuse", SCHED_FUSE, 0, "fuse OP, OP, ...", ops_args},
+    {"hoist", SCHED_HOIST, 0, "hoist OP, ...", ops_args},
+    {"dense", SCHED_DENSE, 0, "dense OP, ...", ops_args},
+    {"split", SCHED_SPLIT, 1, "OP: split AXIS by FACTOR", split_args},
+    {"tile", SCHED_TILE, 1, "OP: tile(AXIS, AXIS) by (FACTOR, FACTOR)", tile_args},
+    {"reorder", SCHED_REORDER, 1, "OP: reorder AXIS, AXIS, ...", axes_args},
+    {"vectorize", SCHED_VECTORIZE, 1, "OP: vectorize AXIS", axis_args},
+    {"unroll", SCHED_UNROLL, 1, "OP: unroll AXIS [by FACTOR]", unroll_args},
+    {"unroll_recursion", SCHED_UNROLL_RECURSION, 0, "unroll_recursion FACTOR", factor_args},
+    {"parallel", SCHED_PARALLEL, 2, "[OP:] parallel AXIS", axis_args},
+    {"persist", SCHED_PERSIST, 0, "persist", no_args},
+    {"cache", SCHED_CACHE, 0, "cache PARAM, ... in shared|registers", cache_args},
+    {"bind", SCHED_BIND, 1, "OP: bind AXIS to block|thread, ...", bind_args},
+};
+
+static const VerbInfo *find_verb(const char *name) {
+  for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
+    if (strcmp(verbs[i].name, name) == 0) return &verbs[i];
+  return NULL;
+}
+
+/* ---- directives and blocks ------------------------------------------------------------- */
+
+static void check_directive(Check *c, const AstDirective *d, SchedDirective *out) {
+  const VerbInfo *v = find_verb(d->verb.id);
+  memset(out, 0, sizeof *out);
+  c->dir = d;
+  c->out = out;
+  c->args = d->args;
+  c->nargs = d->nargs;
+  c->pos = 0;
+  if (!v) return; /* the parser reported it */
+  out->verb = v->verb;
+  out->span = d->span;
+  if (d->op.id && v->op == 0)
+    bad(c, d->op.span, "'%s' applies to the whole model, not to an operator", v->name);
+  else if (!d->op.id && v->op == 1)
+    bad(c, d->verb.span, "'%s' needs an operator, as in: %s", v->name, v->usage);
+  if (d->op.id && c->ok && !(out->op = find_op(c, d->op.id))) unknown_op(c, d->op.id, d->op.span);
+  if (c->ok) v->args(c);
+  if (c->ok && c->pos < c->nargs)
+    bad(c, c->args[c->pos].span, "unexpected argument; the form is: %s", v->usage);
+}
+
+Schedule *sched_check(CtxArena *arena, CtxDiag *diag, const AstItem *item,
+                      const RaProgram *p) {
+  Schedule *s = CTX_NEW(arena, Schedule);
+  s->model = item->name.id;
+  bool ok = true;
+  if (strcmp(item->name.id, p->name) != 0) {
+    ctx_diag_error(diag, item->name.span, "this schedule is for model '%s', not '%s'",
+                   item->name.id, p->name);
+    ok = false;
+  }
+  const char *t = item->target.id ? item->target.id : "cpu";
+  if (strcmp(t, "cuda") == 0) s->target = SCHED_CUDA;
+  else if (strcmp(t, "cpu") != 0) {
+    ctx_diag_error(diag, item->target.span, "unknown target '%s' (targets: cpu, cuda)", t);
+    ok = false;
+  }
+  s->dirs = CTX_NEW_ARRAY(arena, SchedDirective, item->ndirectives);
+  s->ndirs = item->ndirectives;
+  Check c;
+  memset(&c, 0, sizeof c);
+  c.a = arena, c.d = diag, c.p = p;
+  for (int i = 0; i < item->ndirectives; i++) {
+    c.ok = true;
+    check_directive(&c, &item->directives[i], &s->dirs[i]);
+    ok &= c.ok;
+  }
+  return ok ? s : NULL;
+}
