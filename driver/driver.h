@@ -11,7 +11,7 @@
 
 #include "ilir/ilir.h"
 
-typedef enum { DUMP_NONE, DUMP_TOKENS, DUMP_AST, DUMP_RA, DUMP_ILIR } CtxDump;
+typedef enum { DUMP_NONE, DUMP_TOKENS, DUMP_AST, DUMP_RA, DUMP_ILIR, DUMP_LLVM, DUMP_ASM } CtxDump;
 
 typedef enum { CTX_FORMAT_AUTO, CTX_FORMAT_PTB, CTX_FORMAT_NODES } CtxFormat;
 
@@ -26,6 +26,10 @@ typedef struct {
   bool all_nodes;      /* --all-nodes */
   bool interp;         /* --interp: the float64 reference interpreter */
   uint64_t seed;       /* --seed N for the default weights (default 0) */
+  bool time;           /* --time: print the latency per batch */
+  uint64_t batch;      /* --batch B: structures per batch (0: all in one) */
+  uint64_t repeat;     /* --repeat R: run every batch R times (0: once) */
+  uint64_t threads;    /* --threads N (only 1 is implemented) */
 } CtxRunOptions;
 
 typedef struct {

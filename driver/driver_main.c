@@ -24,7 +24,9 @@ typedef struct {
 } Verb;
 
 static const char common_options[] =
-    "  --dump=STAGE       print a stage's output: tokens, ast, ra, ilir\n"
+    "  --dump=STAGE       print a stage's output: tokens, ast, ra, ilir, llvm (the\n"
+    "                     optimized LLVM IR of the kernel)\n"
+    "  --emit=asm         print the kernel's assembly for this CPU\n"
     "  --error-limit=N    stop after N errors (default 20, 0 = no limit)\n"
     "  -D NAME=VALUE      override dim NAME (also -DNAME=VALUE)\n"
     "  --syntax-only      parse only; do not check names, shapes and recursion\n"
@@ -36,8 +38,8 @@ static const char fmt_options[] =
 
 /* ctx run; every flag is an interface (docs/formats.md, driver_run.c). */
 static const char run_options[] =
-    "  --interp           run the float64 reference interpreter (today also the\n"
-    "                     default: the compiled CPU backend is not available yet)\n"
+    "  --interp           run the float64 reference interpreter instead of the\n"
+    "                     compiled kernel (float32, JIT-compiled for this CPU)\n"
     "  --input FILE       the input structures (without --input and --gen: a bundled\n"
     "                     sample that fits the model, see below)\n"
     "  --format ptb|nodes the input's format; default from its extension: .ptb,\n"
@@ -50,9 +52,15 @@ static const char run_options[] =
     "  --weights FILE     F32 safetensors named like the model's params (default:\n"
     "                     seeded, uniform in [-0.1, 0.1])\n"
     "  --seed N           the seed of the default weights (default 0)\n"
-    "  --output OUT.npy   write the outputs as float64 .npy [rows, ...] instead of\n"
-    "                     printing a summary\n"
+    "  --output OUT.npy   write the outputs as .npy [rows, ...] (float32; float64\n"
+    "                     with --interp) instead of printing a summary\n"
     "  --all-nodes        output every node (input order), not only the roots\n"
+    "  --batch B          run the input in batches of B structures (default: one)\n"
+    "  --repeat R         run every batch R times (for timing; the outputs are the\n"
+    "                     last run's)\n"
+    "  --time             end with the latency per batch (linearization included):\n"
+    "                     time: median_ms=.. p10_ms=.. p90_ms=.. batches=.. batch_size=..\n"
+    "  --threads N        threads to run on (only 1 today; N is accepted and ignored)\n"
     "  -D NAME=VALUE      override dim NAME (also -DNAME=VALUE)\n"
     "  --error-limit=N    stop after N errors (default 20, 0 = no limit)\n"
     "  -h, --help         show this help\n"
@@ -141,7 +149,11 @@ static int parse_dump(const Verb *v, CtxOptions *o, const char *val) {
   else if (strcmp(val, "ast") == 0) o->dump = DUMP_AST;
   else if (strcmp(val, "ra") == 0) o->dump = DUMP_RA;
   else if (strcmp(val, "ilir") == 0) o->dump = DUMP_ILIR;
-  else return usage_error(v, "unknown stage '%s' for --dump (stages: tokens, ast, ra, ilir)", val);
+  else if (strcmp(val, "llvm") == 0) o->dump = DUMP_LLVM;
+  else return usage_error(v, "unknown stage '%s' for --dump (stages: tokens, ast, ra, ilir, llvm)", val);
+#ifndef CTX_HAVE_JIT
+  if (o->dump == DUMP_LLVM) return usage_error(v, "--dump=%s needs ctx built with LLVM", val);
+#endif
   return 0;
 }
 
@@ -186,6 +198,13 @@ static int parse_args(const Verb *v, int argc, char **argv, CtxOptions *o) {
       if (missing) return usage_error(v, "option '%s' needs a value", a);
       int rc = parse_dump(v, o, val);
       if (rc) return rc;
+    } else if ((val = option_value(argc, argv, &i, "--emit", &missing))) {
+      if (missing || strcmp(val, "asm") != 0)
+        return usage_error(v, "unknown output '%s' for --emit (outputs: asm)", val);
+#ifndef CTX_HAVE_JIT
+      return usage_error(v, "--emit=%s needs ctx built with LLVM", val);
+#endif
+      o->dump = DUMP_ASM;
     } else if ((val = option_value(argc, argv, &i, "--error-limit", &missing))) {
       if (missing || !parse_int(val, &o->error_limit))
         return usage_error(v, "option '--error-limit' needs a number, found '%s'", val);

@@ -1,11 +1,16 @@
-/* driver_run.c — `ctx run`: a model on input structures, through the float64
- * reference interpreter.
+/* driver_run.c — `ctx run`: a model on input structures, compiled (the
+ * default) or through the float64 reference interpreter (--interp).
  *
  *   MODEL.ctx --pipeline (parse, sema, RA)--> RaProgram
+ *       --ilir_lower, cg_jit_compile--> a JIT-compiled kernel (not --interp)
  *   --input FILE | --gen SPEC | a bundled sample --libctxrt--> forest, validated
  *       against what the RaProgram reads (kind, arity, values, word ids)
- *   --weights FILE | seeded defaults --> float64 copies of the parameters
- *   ra_interp_run --> rows --> --output OUT.npy, or a summary on stdout
+ *   --weights FILE | seeded defaults --> float32 tensors (the kernel's) and
+ *       float64 copies (the interpreter's)
+ *   per batch of --batch B structures (default: all), --repeat R times:
+ *       the kernel over the linearized batch (driver_jit.c) or ra_interp_run
+ *   --> rows --> --output OUT.npy (float32 compiled, float64 interpreted), or
+ *   a summary on stdout; --time adds one line of latencies per batch
  *
  * Command-line problems exit 2 before anything is compiled; model errors exit 1
  * through the pipeline's diagnostics; bad input data or weights exit 3 with
@@ -15,12 +20,16 @@
  * name, never by a path.
  */
 #include "driver/driver.h"
+#ifdef CTX_HAVE_JIT
+#include "driver/driver_jit.h"
+#endif
 
 #include <errno.h>
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #ifndef CTX_SOURCE_DIR
 #define CTX_SOURCE_DIR "." /* set by driver/CMakeLists.txt */
@@ -41,9 +50,16 @@ typedef struct {
   CtxrtForest *forest;
   CtxrtWeights *weights;
   double **params; /* [p->nparams] float64 copies, RaParam order */
-  double *out;     /* rows x p->out_shape.size, from the interpreter */
+  double *out;     /* rows x p->out_shape.size (the summary prints these) */
+  float *fout;     /* the same rows from the compiled kernel */
   int64_t rows;
+#ifdef CTX_HAVE_JIT
+  IlirKernel *k;
+  CgJit *jit;
+  CtxJitExec exec;
+#endif
   char *sample; /* path of the bundled sample read, if any */
+  CtxBuf timing; /* --time: the line printed last */
   CtxrtError err;
 } CtxRun;
 
@@ -110,20 +126,33 @@ static int set_value(CtxRunOptions *r, const char *name, const char *val) {
       return run_usage("unknown format '%s' for --format (formats: ptb, nodes)", val);
     return 0;
   }
-  if (!parse_u64(val, &r->seed))
+  uint64_t *num = strcmp(name, "--batch") == 0    ? &r->batch
+                  : strcmp(name, "--repeat") == 0 ? &r->repeat
+                  : strcmp(name, "--threads") == 0 ? &r->threads
+                                                   : &r->seed;
+  if (num == &r->seed && !parse_u64(val, num))
     return run_usage("option '--seed' needs a non-negative integer, found '%s'", val);
+  if (num != &r->seed && (!parse_u64(val, num) || *num == 0 || *num > INT32_MAX)) {
+    char fmt[96];
+    snprintf(fmt, sizeof fmt, "option '%s' needs a positive integer, found '%%s'", name);
+    return run_usage(fmt, val);
+  }
   return 0;
 }
 
 int ctx_run_option(int argc, char **argv, int *i, CtxOptions *o) {
-  static const char *const valued[] = {"--weights", "--input",  "--gen", "--vocab",
-                                       "--output",  "--format", "--seed"};
+  static const char *const valued[] = {"--weights", "--input", "--gen",   "--vocab",
+                                       "--output",  "--format", "--seed", "--batch",
+                                       "--repeat",  "--threads"};
   const char *a = argv[*i];
   if (strcmp(a, "--interp") == 0) {
     o->run.interp = true;
+  } else if (strcmp(a, "--time") == 0) {
+    o->run.time = true;
   } else if (strcmp(a, "--all-nodes") == 0) {
     o->run.all_nodes = true;
-  } else if (strncmp(a, "--dump", 6) == 0 || strcmp(a, "--syntax-only") == 0) {
+  } else if (strncmp(a, "--dump", 6) == 0 || strncmp(a, "--emit", 6) == 0 ||
+             strcmp(a, "--syntax-only") == 0) {
     run_usage("option '%s' does not apply to 'ctx run'", a);
     return CTX_OPT_BAD;
   } else {
@@ -156,9 +185,12 @@ static int check_command(CtxOptions *opts) {
     return run_usage(opts->nfiles ? "ctx run takes one model file, found %s"
                                   : "no model file%s",
                      opts->nfiles ? opts->files[1] : "");
-  if (!r->interp) /* the interpreter is the only engine until a backend lands */
-    fputs("ctx: note: no compiled backend yet; running the float64 reference interpreter "
+#ifndef CTX_HAVE_JIT
+  if (!r->interp) /* built without LLVM: the interpreter is the only engine */
+    fputs("ctx: note: built without LLVM; running the float64 reference interpreter "
           "(--interp)\n", stderr);
+  r->interp = true;
+#endif
   if (r->input && r->gen) return run_usage("give --input or --gen, not both%s", "");
   if (r->format != CTX_FORMAT_AUTO && !r->input)
     return run_usage("--format applies to --input only%s", "");
@@ -368,6 +400,7 @@ static int load_weights(CtxRun *r) {
   }
   free(ps);
   if (st) return r->s->diag.ice ? -1 : (int)st;
+  if (!r->o->interp) return 0; /* the kernel reads the float32 tensors */
   r->params = calloc((size_t)p->nparams + 1, sizeof *r->params);
   if (!r->params) ctx_oom();
   for (int k = 0; k < p->nparams; k++) {
@@ -387,7 +420,9 @@ static int write_npy(CtxRun *r) {
   shape[0] = r->rows;
   for (int d = 0; d < sh->rank; d++)
     shape[d + 1] = sh->dims[d];
-  if (ctxrt_npy_write_file(r->o->output, CTXRT_F64, r->out, sh->rank + 1, shape, &r->err))
+  CtxrtDtype dtype = r->fout ? CTXRT_F32 : CTXRT_F64;
+  const void *data = r->fout ? (const void *)r->fout : (const void *)r->out;
+  if (ctxrt_npy_write_file(r->o->output, dtype, data, sh->rank + 1, shape, &r->err))
     return -1;
   return 0;
 }
@@ -443,7 +478,13 @@ static void run_free(CtxRun *r) {
       free(r->params[k]);
   free(r->params);
   free(r->out);
+  free(r->fout);
   free(r->sample);
+  ctx_buf_free(&r->timing);
+#ifdef CTX_HAVE_JIT
+  if (r->exec.k) ctx_jit_exec_free(&r->exec);
+  cg_jit_free(r->jit);
+#endif
   ctxrt_weights_destroy(r->weights);
   ctxrt_forest_destroy(r->forest);
   ctxrt_vocab_destroy(r->vocab);
@@ -457,19 +498,155 @@ static int report(const CtxRun *r) {
   return r->err.status == CTXRT_ERR_ARG ? CTX_EXIT_USAGE : CTX_EXIT_RUNTIME;
 }
 
-/* Input, validation, weights, the interpreter, the output. */
+/* Lowers the program and JIT-compiles its kernel (not with --interp).
+ * Returns 0 or an exit code after the diagnostics were reported. */
+static int compile_kernel(CtxRun *r) {
+#ifdef CTX_HAVE_JIT
+  if (r->o->interp) return 0;
+  r->k = ilir_lower(r->s->arena, &r->s->diag, r->p);
+  if (r->k) r->jit = cg_jit_compile(r->k, &r->s->diag);
+  if (r->jit) return 0;
+  int rc = ctx_session_exit_code(r->s);
+  return rc ? rc : CTX_EXIT_ICE;
+#else
+  (void)r;
+  return 0;
+#endif
+}
+
+/* Runs the engine over [f], writing its rows from row [at] on. */
+static CtxrtStatus run_one(CtxRun *r, const CtxrtForest *f, int64_t at) {
+  size_t size = (size_t)r->p->out_shape.size;
+#ifdef CTX_HAVE_JIT
+  if (!r->o->interp) return ctx_jit_exec_run(&r->exec, f, r->o->all_nodes,
+                                             r->fout + (size_t)at * size, &r->err);
+#endif
+  double *rows = NULL;
+  int64_t n = 0;
+  CtxrtStatus st = ra_interp_run(r->p, f, (const double *const *)r->params, r->o->all_nodes,
+                                 &rows, &n, &r->err);
+  if (!st && n) memcpy(r->out + (size_t)at * size, rows, (size_t)n * size * sizeof(double));
+  free(rows);
+  return st;
+}
+
+/* ---- batches ---------------------------------------------------------------- */
+
+/* Structures [first, first + count) of [f] as a forest of their own (node
+ * indices rebased; names, values and labels shared with [f]); free it with
+ * slice_free, not ctxrt_forest_destroy. */
+static CtxrtForest *slice_forest(const CtxrtForest *f, int32_t first, int32_t count) {
+  CtxrtForest *s = calloc(1, sizeof *s);
+  if (!s) ctx_oom();
+  int32_t n0 = f->struct_begin[first], n1 = f->struct_begin[first + count];
+  int32_t d0 = f->dep_begin[n0], v0 = f->val_begin[n0];
+  s->kind = f->kind;
+  s->name = f->name;
+  s->num_structs = count;
+  s->num_nodes = n1 - n0;
+  s->struct_begin = ctx_xmalloc(((size_t)count + 1) * sizeof(int32_t));
+  for (int32_t i = 0; i <= count; i++) s->struct_begin[i] = f->struct_begin[first + i] - n0;
+  s->struct_line = f->struct_line ? f->struct_line + first : NULL;
+  s->id = f->id ? f->id + n0 : NULL;
+  s->line = f->line ? f->line + n0 : NULL;
+  s->dep_begin = ctx_xmalloc(((size_t)s->num_nodes + 1) * sizeof(int32_t));
+  s->val_begin = ctx_xmalloc(((size_t)s->num_nodes + 1) * sizeof(int32_t));
+  for (int32_t i = 0; i <= s->num_nodes; i++) {
+    s->dep_begin[i] = f->dep_begin[n0 + i] - d0;
+    s->val_begin[i] = f->val_begin[n0 + i] - v0;
+  }
+  size_t ndep = (size_t)(f->dep_begin[n1] - d0);
+  s->dep = ctx_xmalloc((ndep + 1) * sizeof(int32_t));
+  for (size_t i = 0; i < ndep; i++) s->dep[i] = f->dep[(size_t)d0 + i] - n0;
+  s->val = f->val ? f->val + v0 : NULL;
+  s->val_is_int = f->val_is_int ? f->val_is_int + v0 : NULL;
+  s->label = f->label ? f->label + n0 : NULL;
+  s->labels = f->labels;
+  return s;
+}
+
+static void slice_free(CtxrtForest *s) {
+  if (!s) return;
+  free(s->struct_begin);
+  free(s->dep_begin);
+  free(s->val_begin);
+  free(s->dep);
+  free(s);
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/*   time: median_ms=0.412 p10_ms=0.398 p90_ms=0.455 batches=8 batch_size=25 */
+static void format_times(CtxRun *r, double *ms, int64_t n, int64_t batch) {
+  qsort(ms, (size_t)n, sizeof *ms, cmp_double);
+  double median = n % 2 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2;
+  ctx_buf_printf(&r->timing, "time: median_ms=%.4f p10_ms=%.4f p90_ms=%.4f batches=%" PRId64
+                     " batch_size=%" PRId64 "\n",
+          median, ms[(n - 1) / 10], ms[(n - 1) - (n - 1) / 10], n, batch);
+}
+
+/* The forest in batches of --batch structures, --repeat times, each batch
+ * timed (linearization included). The rows of the last repetition stay. */
+static CtxrtStatus run_batches(CtxRun *r) {
+  const CtxrtForest *f = r->forest;
+  int64_t s = f->num_structs, batch = r->o->batch && (int64_t)r->o->batch < s ? (int64_t)r->o->batch : s;
+  int64_t nb = batch ? (s + batch - 1) / batch : 0, reps = r->o->repeat ? (int64_t)r->o->repeat : 1;
+  if (nb <= 1 && reps == 1 && !r->o->time) return run_one(r, f, 0);
+  CtxrtForest **slices = ctx_xmalloc(((size_t)nb + 1) * sizeof *slices);
+  int64_t *at = ctx_xmalloc(((size_t)nb + 1) * sizeof *at);
+  double *ms = ctx_xmalloc(((size_t)(nb * reps) + 1) * sizeof *ms);
+  for (int64_t b = 0, row = 0; b < nb; b++) {
+    int32_t first = (int32_t)(b * batch), count = (int32_t)(s - first < batch ? s - first : batch);
+    slices[b] = slice_forest(f, first, count);
+    at[b] = row;
+    row += r->o->all_nodes ? slices[b]->num_nodes : ctxrt_forest_outputs(slices[b], NULL);
+  }
+  CtxrtStatus st = CTXRT_OK;
+  for (int64_t i = 0; i < nb * reps && !st; i++) {
+    double t0 = now_ms();
+    st = run_one(r, slices[i % nb], at[i % nb]);
+    ms[i] = now_ms() - t0;
+  }
+  if (!st && r->o->time && nb) format_times(r, ms, nb * reps, batch);
+  for (int64_t b = 0; b < nb; b++) slice_free(slices[b]);
+  free(slices);
+  free(at);
+  free(ms);
+  return st;
+}
+
+/* Input, validation, weights, the kernel or the interpreter, the output. */
 static int run_stages(CtxRun *r) {
   if (read_input(r) || validate(r)) return report(r);
   int rc = load_weights(r);
   if (rc < 0) return CTX_EXIT_ICE;
   if (rc) return report(r);
-  if (ra_interp_run(r->p, r->forest, (const double *const *)r->params, r->o->all_nodes,
-                    &r->out, &r->rows, &r->err)) {
-    report(r);
-    return CTX_EXIT_RUNTIME;
+  size_t size = (size_t)r->p->out_shape.size;
+  r->rows = r->o->all_nodes ? r->forest->num_nodes : ctxrt_forest_outputs(r->forest, NULL);
+  r->out = calloc((size_t)r->rows * size + 1, sizeof *r->out);
+  if (!r->out) ctx_oom();
+#ifdef CTX_HAVE_JIT
+  if (!r->o->interp) {
+    r->fout = calloc((size_t)r->rows * size + 1, sizeof *r->fout);
+    if (!r->fout) ctx_oom();
+    ctx_jit_exec_init(&r->exec, r->p, r->k, cg_jit_kernel(r->jit), r->weights);
   }
-  if (r->o->output) return write_npy(r) ? report(r) : CTX_EXIT_OK;
-  print_summary(r, r->s->out);
+#endif
+  if (run_batches(r)) return report(r);
+  if (r->fout)
+    for (size_t i = 0; i < (size_t)r->rows * size; i++) r->out[i] = r->fout[i];
+  if (r->o->output && write_npy(r)) return report(r);
+  if (!r->o->output) print_summary(r, r->s->out);
+  fputs(ctx_buf_str(&r->timing), r->s->out);
   return CTX_EXIT_OK;
 }
 
@@ -480,12 +657,14 @@ int ctx_run(CtxSession *s) {
   memset(&r, 0, sizeof r);
   r.s = s;
   r.o = &s->opts.run;
+  ctx_buf_init(&r.timing);
   r.p = ctx_pipeline_ra(s, s->opts.files[0]);
   if (!r.p) {
     rc = ctx_session_exit_code(s);
     return rc ? rc : CTX_EXIT_ICE;
   }
-  rc = run_stages(&r);
+  rc = compile_kernel(&r);
+  if (!rc) rc = run_stages(&r);
   run_free(&r);
   return rc;
 }

@@ -1,0 +1,438 @@
+/* cg_emit.c — ILIR to LLVM IR: one kernel, one function.
+ *
+ * The exported function has ilir.h's signature; it loads bufs[i] once and
+ * calls an internal, always-inlined body function whose buffer parameters
+ * are `noalias` (every buffer is a distinct allocation), so after inlining
+ * LLVM knows stores to result rows do not clobber parameters or indices.
+ *
+ * Loops are a header with an i64 phi (for var in [lo, hi), bounds evaluated
+ * once before the loop), reductions the same with a float phi accumulator.
+ * `select` and `if` branch: the arm not taken may load at an index that is
+ * meaningless for the node (a word id at an internal node), so both arms are
+ * never evaluated unconditionally; simplifycfg turns safe ones into selects.
+ * Comparisons and logic produce i64 0/1 as ILIR says.
+ *
+ * Assumes a kernel that ilir_verify accepts; a construct it does not know is
+ * an internal compiler error and the module is then not used.
+ */
+#include "codegen/cg_int.h"
+
+#include <llvm-c/Analysis.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+  LLVMContextRef ctx;
+  LLVMModuleRef mod;
+  LLVMBuilderRef b;
+  LLVMValueRef fn; /* the body function */
+  LLVMTypeRef i1, i32, i64, f32, ptr;
+  LLVMValueRef *bufs; /* [k->nbufs]: the body's buffer parameters */
+  LLVMValueRef *vars; /* [k->nvars]: the value of each variable in scope */
+  LLVMValueRef args[2]; /* num_nodes, num_levels */
+  const IlirKernel *k;
+  CtxDiag *diag;
+  bool failed;
+} CgEmit;
+
+/* An open loop: for iv in [lo, hi). */
+typedef struct {
+  LLVMBasicBlockRef pre, header, body, exit;
+  LLVMValueRef lo, iv;
+} CgLoop;
+
+static LLVMValueRef emit_expr(CgEmit *E, const IlirExpr *e);
+static void emit_block(CgEmit *E, const IlirBlock *blk);
+
+static LLVMValueRef fail(CgEmit *E, LLVMTypeRef type, const char *what, int kind) {
+  if (!E->failed) CTX_ICE(E->diag, "codegen: %s %d in kernel '%s'", what, kind, E->k->name);
+  E->failed = true;
+  return LLVMGetUndef(type);
+}
+
+static LLVMTypeRef type_of(const CgEmit *E, IlirType t) {
+  return t == ILIR_F32 ? E->f32 : E->i64;
+}
+
+static LLVMBasicBlockRef new_block(CgEmit *E, const char *name) {
+  return LLVMAppendBasicBlockInContext(E->ctx, E->fn, name);
+}
+
+static LLVMValueRef const_i64(CgEmit *E, long v) {
+  return LLVMConstInt(E->i64, (unsigned long long)v, 1);
+}
+
+static LLVMValueRef const_f32(CgEmit *E, double v) { return LLVMConstReal(E->f32, v); }
+
+/* ---- loops --------------------------------------------------------------- */
+
+/* Opens `for iv in [lo, hi)` at the builder's position and leaves the builder
+ * in the loop body. */
+static void loop_open(CgEmit *E, CgLoop *L, LLVMValueRef lo, LLVMValueRef hi,
+                      const char *name) {
+  L->pre = LLVMGetInsertBlock(E->b);
+  L->header = new_block(E, name);
+  L->body = new_block(E, "body");
+  L->exit = new_block(E, "exit");
+  L->lo = lo;
+  LLVMBuildBr(E->b, L->header);
+  LLVMPositionBuilderAtEnd(E->b, L->header);
+  L->iv = LLVMBuildPhi(E->b, E->i64, name);
+  LLVMValueRef more = LLVMBuildICmp(E->b, LLVMIntSLT, L->iv, hi, "");
+  LLVMBuildCondBr(E->b, more, L->body, L->exit);
+  LLVMPositionBuilderAtEnd(E->b, L->body);
+}
+
+/* Closes [L] from the builder's block (the end of the body) and leaves the
+ * builder after the loop. Returns that last body block. */
+static LLVMBasicBlockRef loop_close(CgEmit *E, CgLoop *L) {
+  LLVMBasicBlockRef end = LLVMGetInsertBlock(E->b);
+  LLVMValueRef next = LLVMBuildNSWAdd(E->b, L->iv, const_i64(E, 1), "");
+  LLVMBuildBr(E->b, L->header);
+  LLVMValueRef vals[2] = {L->lo, next};
+  LLVMBasicBlockRef from[2] = {L->pre, end};
+  LLVMAddIncoming(L->iv, vals, from, 2);
+  LLVMPositionBuilderAtEnd(E->b, L->exit);
+  return end;
+}
+
+static const char *var_name(const IlirVar *v) { return v && v->name ? v->name : "v"; }
+
+static bool bind_var(CgEmit *E, const IlirVar *v, LLVMValueRef val) {
+  if (!v || v->id < 0 || v->id >= E->k->nvars) {
+    fail(E, E->i64, "variable out of range, id", v ? v->id : -1);
+    return false;
+  }
+  E->vars[v->id] = val;
+  return true;
+}
+
+/* ---- expressions --------------------------------------------------------- */
+
+/* [v] (of ILIR type [t]) as an i1: nonzero is true. */
+static LLVMValueRef truth(CgEmit *E, LLVMValueRef v, IlirType t) {
+  if (t == ILIR_F32) return LLVMBuildFCmp(E->b, LLVMRealUNE, v, const_f32(E, 0), "");
+  return LLVMBuildICmp(E->b, LLVMIntNE, v, const_i64(E, 0), "");
+}
+
+static LLVMValueRef to_i64(CgEmit *E, LLVMValueRef bit) {
+  return LLVMBuildZExt(E->b, bit, E->i64, "");
+}
+
+/* A call of the one-argument float intrinsic [name] (llvm.exp and so on). */
+static LLVMValueRef intrinsic1(CgEmit *E, const char *name, LLVMValueRef x) {
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  LLVMValueRef f = LLVMGetIntrinsicDeclaration(E->mod, id, &E->f32, 1);
+  LLVMTypeRef ft = LLVMIntrinsicGetType(E->ctx, id, &E->f32, 1);
+  return LLVMBuildCall2(E->b, ft, f, &x, 1, "");
+}
+
+/* A call of the libm function `float NAME(float)`, declared without side
+ * effects so that LLVM may hoist or drop it. */
+static LLVMValueRef libm1(CgEmit *E, const char *name, LLVMValueRef x) {
+  LLVMTypeRef ft = LLVMFunctionType(E->f32, &E->f32, 1, 0);
+  LLVMValueRef f = LLVMGetNamedFunction(E->mod, name);
+  if (!f) {
+    f = LLVMAddFunction(E->mod, name, ft);
+    static const char *const attrs[] = {"nounwind", "willreturn", "nosync", "nofree"};
+    for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++) {
+      unsigned kind = LLVMGetEnumAttributeKindForName(attrs[i], strlen(attrs[i]));
+      LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                              LLVMCreateEnumAttribute(E->ctx, kind, 0));
+    }
+    unsigned mem = LLVMGetEnumAttributeKindForName("memory", 6);
+    LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                            LLVMCreateEnumAttribute(E->ctx, mem, 0)); /* memory(none) */
+  }
+  return LLVMBuildCall2(E->b, ft, f, &x, 1, "");
+}
+
+static LLVMValueRef emit_unary_f32(CgEmit *E, int op, LLVMValueRef x) {
+  switch (op) {
+  case ILIR_NEG: return LLVMBuildFNeg(E->b, x, "");
+  case ILIR_SIGMOID: {
+    LLVMValueRef ex = intrinsic1(E, "llvm.exp", LLVMBuildFNeg(E->b, x, ""));
+    LLVMValueRef den = LLVMBuildFAdd(E->b, const_f32(E, 1), ex, "");
+    return LLVMBuildFDiv(E->b, const_f32(E, 1), den, "");
+  }
+  case ILIR_TANH: return libm1(E, "tanhf", x);
+  case ILIR_RELU: {
+    LLVMValueRef pos = LLVMBuildFCmp(E->b, LLVMRealOGT, x, const_f32(E, 0), "");
+    return LLVMBuildSelect(E->b, pos, x, const_f32(E, 0), "");
+  }
+  case ILIR_EXP: return intrinsic1(E, "llvm.exp", x);
+  case ILIR_LOG: return intrinsic1(E, "llvm.log", x);
+  case ILIR_SQRT: return intrinsic1(E, "llvm.sqrt", x);
+  case ILIR_ABS: return intrinsic1(E, "llvm.fabs", x);
+  default: return fail(E, E->f32, "float unary op", op);
+  }
+}
+
+static LLVMValueRef emit_unary_i64(CgEmit *E, int op, LLVMValueRef x) {
+  LLVMValueRef zero = const_i64(E, 0);
+  switch (op) {
+  case ILIR_NEG: return LLVMBuildNSWSub(E->b, zero, x, "");
+  case ILIR_RELU:
+    return LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSGT, x, zero, ""), x, zero, "");
+  case ILIR_ABS:
+    return LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSLT, x, zero, ""),
+                           LLVMBuildNSWSub(E->b, zero, x, ""), x, "");
+  default: return fail(E, E->i64, "integer unary op", op);
+  }
+}
+
+static LLVMValueRef emit_unary(CgEmit *E, const IlirExpr *e) {
+  LLVMValueRef x = emit_expr(E, e->a);
+  if (e->op == ILIR_NOT) return to_i64(E, LLVMBuildNot(E->b, truth(E, x, e->a->type), ""));
+  if (e->a->type == ILIR_F32) return emit_unary_f32(E, e->op, x);
+  return emit_unary_i64(E, e->op, x);
+}
+
+/* Comparison predicates, indexed by op - ILIR_EQ. */
+static const LLVMRealPredicate real_pred[] = {LLVMRealOEQ, LLVMRealUNE, LLVMRealOLT,
+                                              LLVMRealOLE, LLVMRealOGT, LLVMRealOGE};
+static const LLVMIntPredicate int_pred[] = {LLVMIntEQ,  LLVMIntNE,  LLVMIntSLT,
+                                            LLVMIntSLE, LLVMIntSGT, LLVMIntSGE};
+
+static LLVMValueRef emit_binary(CgEmit *E, const IlirExpr *e) {
+  LLVMValueRef x = emit_expr(E, e->a), y = emit_expr(E, e->b);
+  bool f = e->a->type == ILIR_F32;
+  switch (e->op) {
+  case ILIR_ADD: return f ? LLVMBuildFAdd(E->b, x, y, "") : LLVMBuildAdd(E->b, x, y, "");
+  case ILIR_SUB: return f ? LLVMBuildFSub(E->b, x, y, "") : LLVMBuildSub(E->b, x, y, "");
+  case ILIR_MUL: return f ? LLVMBuildFMul(E->b, x, y, "") : LLVMBuildMul(E->b, x, y, "");
+  case ILIR_DIV: return f ? LLVMBuildFDiv(E->b, x, y, "") : LLVMBuildSDiv(E->b, x, y, "");
+  case ILIR_EQ: case ILIR_NE: case ILIR_LT: case ILIR_LE: case ILIR_GT: case ILIR_GE:
+    if (f) return to_i64(E, LLVMBuildFCmp(E->b, real_pred[e->op - ILIR_EQ], x, y, ""));
+    return to_i64(E, LLVMBuildICmp(E->b, int_pred[e->op - ILIR_EQ], x, y, ""));
+  case ILIR_AND:
+    return to_i64(E, LLVMBuildAnd(E->b, truth(E, x, e->a->type), truth(E, y, e->b->type), ""));
+  case ILIR_OR:
+    return to_i64(E, LLVMBuildOr(E->b, truth(E, x, e->a->type), truth(E, y, e->b->type), ""));
+  default: return fail(E, type_of(E, e->type), "binary op", e->op);
+  }
+}
+
+static LLVMValueRef emit_load(CgEmit *E, const IlirExpr *e) {
+  if (e->buf < 0 || e->buf >= E->k->nbufs) return fail(E, type_of(E, e->type), "load of buffer", e->buf);
+  LLVMValueRef idx = emit_expr(E, e->a);
+  bool f = e->type == ILIR_F32;
+  LLVMTypeRef elem = f ? E->f32 : E->i32;
+  LLVMValueRef at = LLVMBuildInBoundsGEP2(E->b, elem, E->bufs[e->buf], &idx, 1, "");
+  LLVMValueRef v = LLVMBuildLoad2(E->b, elem, at, E->k->bufs[e->buf].name);
+  return f ? v : LLVMBuildSExt(E->b, v, E->i64, "");
+}
+
+/* c ? a : b with only the chosen arm evaluated. */
+static LLVMValueRef emit_select(CgEmit *E, const IlirExpr *e) {
+  LLVMValueRef c = truth(E, emit_expr(E, e->c), e->c->type);
+  LLVMBasicBlockRef then = new_block(E, "sel.then"), els = new_block(E, "sel.else");
+  LLVMBasicBlockRef join = new_block(E, "sel.join");
+  LLVMBuildCondBr(E->b, c, then, els);
+  LLVMPositionBuilderAtEnd(E->b, then);
+  LLVMValueRef vals[2];
+  LLVMBasicBlockRef from[2];
+  vals[0] = emit_expr(E, e->a);
+  from[0] = LLVMGetInsertBlock(E->b);
+  LLVMBuildBr(E->b, join);
+  LLVMPositionBuilderAtEnd(E->b, els);
+  vals[1] = emit_expr(E, e->b);
+  from[1] = LLVMGetInsertBlock(E->b);
+  LLVMBuildBr(E->b, join);
+  LLVMPositionBuilderAtEnd(E->b, join);
+  LLVMValueRef phi = LLVMBuildPhi(E->b, type_of(E, e->type), "sel");
+  LLVMAddIncoming(phi, vals, from, 2);
+  return phi;
+}
+
+/* sum or max of [e->a] over e->var in [lo, hi): the sum from 0, the max from
+ * -inf with `x > acc ? x : acc` like the reference interpreter. The sum's
+ * additions may be reassociated, so the vectorizer can split it in lanes. */
+static LLVMValueRef emit_reduce(CgEmit *E, const IlirExpr *e) {
+  if (e->op != ILIR_SUM && e->op != ILIR_MAXR) return fail(E, E->f32, "reduction op", e->op);
+  LLVMValueRef lo = emit_expr(E, e->lo), hi = emit_expr(E, e->hi);
+  LLVMValueRef init = e->op == ILIR_SUM ? const_f32(E, 0) : const_f32(E, -INFINITY);
+  CgLoop L;
+  loop_open(E, &L, lo, hi, var_name(e->var));
+  /* the accumulator's phi goes first in the header, next to the iv's */
+  LLVMPositionBuilderBefore(E->b, LLVMGetNextInstruction(L.iv));
+  LLVMValueRef acc = LLVMBuildPhi(E->b, E->f32, "acc");
+  LLVMPositionBuilderAtEnd(E->b, L.body);
+  LLVMValueRef x = bind_var(E, e->var, L.iv) ? emit_expr(E, e->a) : LLVMGetUndef(E->f32);
+  LLVMValueRef next;
+  if (e->op == ILIR_SUM) {
+    next = LLVMBuildFAdd(E->b, acc, x, "");
+    LLVMSetFastMathFlags(next, LLVMFastMathAllowReassoc | LLVMFastMathAllowContract);
+  } else {
+    LLVMValueRef gt = LLVMBuildFCmp(E->b, LLVMRealOGT, x, acc, "");
+    next = LLVMBuildSelect(E->b, gt, x, acc, "");
+  }
+  LLVMBasicBlockRef end = loop_close(E, &L);
+  if (!E->failed) E->vars[e->var->id] = NULL;
+  LLVMValueRef vals[2] = {init, next};
+  LLVMBasicBlockRef from[2] = {L.pre, end};
+  LLVMAddIncoming(acc, vals, from, 2);
+  return acc;
+}
+
+static LLVMValueRef emit_expr(CgEmit *E, const IlirExpr *e) {
+  if (!e) return fail(E, E->i64, "missing expression, kind", -1);
+  switch (e->kind) {
+  case ILIR_CONST:
+    return e->type == ILIR_F32 ? const_f32(E, e->fval) : const_i64(E, e->ival);
+  case ILIR_VAR:
+    if (!e->var || e->var->id < 0 || e->var->id >= E->k->nvars || !E->vars[e->var->id])
+      return fail(E, E->i64, "variable out of scope, id", e->var ? e->var->id : -1);
+    return E->vars[e->var->id];
+  case ILIR_ARG:
+    if (e->ival < 0 || e->ival > 1) return fail(E, E->i64, "kernel argument", (int)e->ival);
+    return E->args[e->ival];
+  case ILIR_LOAD: return emit_load(E, e);
+  case ILIR_UNARY: return emit_unary(E, e);
+  case ILIR_BINARY: return emit_binary(E, e);
+  case ILIR_SELECT: return emit_select(E, e);
+  case ILIR_REDUCE: return emit_reduce(E, e);
+  case ILIR_TO_F32: return LLVMBuildSIToFP(E->b, emit_expr(E, e->a), E->f32, "");
+  }
+  return fail(E, E->i64, "expression kind", (int)e->kind);
+}
+
+/* ---- statements ---------------------------------------------------------- */
+
+static void emit_store(CgEmit *E, const IlirStmt *s) {
+  if (s->buf < 0 || s->buf >= E->k->nbufs) {
+    fail(E, E->f32, "store to buffer", s->buf);
+    return;
+  }
+  LLVMValueRef idx = emit_expr(E, s->index);
+  LLVMValueRef v = emit_expr(E, s->value);
+  LLVMValueRef at = LLVMBuildInBoundsGEP2(E->b, E->f32, E->bufs[s->buf], &idx, 1, "");
+  LLVMBuildStore(E->b, v, at);
+}
+
+static void emit_loop(CgEmit *E, const IlirStmt *s) {
+  LLVMValueRef lo = emit_expr(E, s->lo), hi = emit_expr(E, s->hi);
+  CgLoop L;
+  loop_open(E, &L, lo, hi, var_name(s->var));
+  if (bind_var(E, s->var, L.iv)) emit_block(E, &s->body);
+  loop_close(E, &L);
+  if (!E->failed) E->vars[s->var->id] = NULL;
+}
+
+static void emit_if(CgEmit *E, const IlirStmt *s) {
+  LLVMValueRef c = truth(E, emit_expr(E, s->cond), s->cond ? s->cond->type : ILIR_I64);
+  LLVMBasicBlockRef then = new_block(E, "if.then"), els = new_block(E, "if.else");
+  LLVMBasicBlockRef join = new_block(E, "if.join");
+  LLVMBuildCondBr(E->b, c, then, els);
+  LLVMPositionBuilderAtEnd(E->b, then);
+  emit_block(E, &s->then);
+  LLVMBuildBr(E->b, join);
+  LLVMPositionBuilderAtEnd(E->b, els);
+  emit_block(E, &s->els);
+  LLVMBuildBr(E->b, join);
+  LLVMPositionBuilderAtEnd(E->b, join);
+}
+
+static void emit_block(CgEmit *E, const IlirBlock *blk) {
+  for (int i = 0; i < blk->n && !E->failed; i++) {
+    const IlirStmt *s = blk->stmts[i];
+    switch (s->kind) {
+    case ILIR_LOOP: emit_loop(E, s); break;
+    case ILIR_STORE: emit_store(E, s); break;
+    case ILIR_IF: emit_if(E, s); break;
+    default: fail(E, E->i64, "statement kind", (int)s->kind); break;
+    }
+  }
+}
+
+/* ---- the functions --------------------------------------------------------- */
+
+static void add_attr(CgEmit *E, LLVMValueRef fn, unsigned index, const char *name) {
+  unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
+  LLVMAddAttributeAtIndex(fn, index, LLVMCreateEnumAttribute(E->ctx, kind, 0));
+}
+
+/* The internal body: (ptr noalias b0, ..., i64 num_nodes, i64 num_levels). */
+static LLVMValueRef body_function(CgEmit *E) {
+  int n = E->k->nbufs;
+  LLVMTypeRef *params = ctx_xmalloc(((size_t)n + 2) * sizeof *params);
+  for (int i = 0; i < n; i++) params[i] = E->ptr;
+  params[n] = params[n + 1] = E->i64;
+  LLVMTypeRef ft = LLVMFunctionType(LLVMVoidTypeInContext(E->ctx), params, (unsigned)n + 2, 0);
+  free(params);
+  LLVMValueRef fn = LLVMAddFunction(E->mod, "ctx.kernel.body", ft);
+  LLVMSetLinkage(fn, LLVMInternalLinkage);
+  add_attr(E, fn, LLVMAttributeFunctionIndex, "alwaysinline");
+  add_attr(E, fn, LLVMAttributeFunctionIndex, "nounwind");
+  for (int i = 0; i < n; i++) {
+    add_attr(E, fn, (unsigned)i + 1, "noalias");
+    if (E->k->bufs[i].kind != ILIR_BUF_RESULT && E->k->bufs[i].kind != ILIR_BUF_SCRATCH)
+      add_attr(E, fn, (unsigned)i + 1, "readonly");
+  }
+  return fn;
+}
+
+/* The exported entry: loads bufs[i] and calls the body. */
+static void entry_function(CgEmit *E, LLVMValueRef body) {
+  int n = E->k->nbufs;
+  LLVMTypeRef params[3] = {E->ptr, E->i64, E->i64};
+  LLVMTypeRef ft = LLVMFunctionType(LLVMVoidTypeInContext(E->ctx), params, 3, 0);
+  LLVMValueRef fn = LLVMAddFunction(E->mod, E->k->name, ft);
+  add_attr(E, fn, LLVMAttributeFunctionIndex, "nounwind");
+  LLVMPositionBuilderAtEnd(E->b, LLVMAppendBasicBlockInContext(E->ctx, fn, "entry"));
+  LLVMValueRef *args = ctx_xmalloc(((size_t)n + 2) * sizeof *args);
+  for (int i = 0; i < n; i++) {
+    LLVMValueRef idx = const_i64(E, i);
+    LLVMValueRef at = LLVMBuildInBoundsGEP2(E->b, E->ptr, LLVMGetParam(fn, 0), &idx, 1, "");
+    args[i] = LLVMBuildLoad2(E->b, E->ptr, at, E->k->bufs[i].name);
+  }
+  args[n] = LLVMGetParam(fn, 1);
+  args[n + 1] = LLVMGetParam(fn, 2);
+  LLVMBuildCall2(E->b, LLVMGlobalGetValueType(body), body, args, (unsigned)n + 2, "");
+  LLVMBuildRetVoid(E->b);
+  free(args);
+}
+
+static void init_types(CgEmit *E) {
+  E->i1 = LLVMInt1TypeInContext(E->ctx);
+  E->i32 = LLVMInt32TypeInContext(E->ctx);
+  E->i64 = LLVMInt64TypeInContext(E->ctx);
+  E->f32 = LLVMFloatTypeInContext(E->ctx);
+  E->ptr = LLVMPointerTypeInContext(E->ctx, 0);
+}
+
+bool cg_emit_module(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel *k,
+                    CtxDiag *diag) {
+  CgEmit E;
+  memset(&E, 0, sizeof E);
+  E.ctx = ctx;
+  E.mod = mod;
+  E.k = k;
+  E.diag = diag;
+  E.b = LLVMCreateBuilderInContext(ctx);
+  init_types(&E);
+  E.bufs = ctx_xmalloc(((size_t)k->nbufs + 1) * sizeof *E.bufs);
+  E.vars = calloc((size_t)k->nvars + 1, sizeof *E.vars);
+  if (!E.vars) ctx_oom();
+  E.fn = body_function(&E);
+  for (int i = 0; i < k->nbufs; i++) E.bufs[i] = LLVMGetParam(E.fn, (unsigned)i);
+  E.args[0] = LLVMGetParam(E.fn, (unsigned)k->nbufs);
+  E.args[1] = LLVMGetParam(E.fn, (unsigned)k->nbufs + 1);
+  LLVMPositionBuilderAtEnd(E.b, new_block(&E, "entry"));
+  emit_block(&E, &k->body);
+  LLVMBuildRetVoid(E.b);
+  entry_function(&E, E.fn);
+  LLVMDisposeBuilder(E.b);
+  free(E.bufs);
+  free(E.vars);
+  if (E.failed) return false;
+  char *msg = NULL;
+  if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
+    CTX_ICE(diag, "codegen: invalid LLVM IR for kernel '%s': %s", k->name, msg);
+    LLVMDisposeMessage(msg);
+    return false;
+  }
+  LLVMDisposeMessage(msg);
+  return true;
+}

@@ -1,0 +1,20 @@
+/* cg_int.h — declarations shared by the files of codegen/. */
+#ifndef CTX_CG_INT_H
+#define CTX_CG_INT_H
+
+#include "codegen/codegen.h"
+
+#include <llvm-c/Core.h>
+#include <llvm-c/TargetMachine.h>
+
+/* Builds the kernel function of [k] (codegen.h's calling convention) into
+ * the new module [mod] of [ctx]. Returns false after reporting an internal
+ * compiler error to [diag] (an ILIR construct it cannot compile). */
+bool cg_emit_module(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel *k,
+                    CtxDiag *diag);
+
+/* A TargetMachine for the host CPU (its name and features), or NULL after
+ * reporting an internal compiler error. */
+LLVMTargetMachineRef cg_host_machine(CtxDiag *diag);
+
+#endif

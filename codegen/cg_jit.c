@@ -1,0 +1,232 @@
+/* cg_jit.c — the optimized module of a kernel, compiled in process (ORC
+ * LLJIT) or written as LLVM IR or host assembly.
+ *
+ *   IlirKernel --cg_emit_module--> module (host triple and data layout set
+ *   first, so O3's vectorizer has the host's cost model) --default<O3>-->
+ *   LLJIT (libm functions defined as absolute symbols, anything else from
+ *   the process) --lookup--> CgKernelFn
+ *
+ * Ownership follows the LLVM C API: LLJIT consumes its builder, the builder
+ * its target machine builder, which consumes the TargetMachine; adding the
+ * module consumes the ThreadSafeModule; LLVMGetErrorMessage consumes the
+ * error. Every LLVM failure is an internal compiler error with LLVM's
+ * message, and everything made so far is disposed.
+ */
+#include "codegen/cg_int.h"
+
+#include <llvm-c/Error.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct CgJit {
+  LLVMOrcLLJITRef jit;
+  CgKernelFn fn;
+};
+
+/* Reports [err] (consumed) as an internal compiler error about [what]. */
+static void report_error(CtxDiag *diag, const char *what, LLVMErrorRef err) {
+  char *msg = LLVMGetErrorMessage(err);
+  CTX_ICE(diag, "codegen: %s: %s", what, msg);
+  LLVMDisposeErrorMessage(msg);
+}
+
+LLVMTargetMachineRef cg_host_machine(CtxDiag *diag) {
+  if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter()) {
+    CTX_ICE(diag, "codegen: LLVM has no target for this host");
+    return NULL;
+  }
+  char *triple = LLVMGetDefaultTargetTriple(), *msg = NULL;
+  LLVMTargetRef target;
+  LLVMTargetMachineRef tm = NULL;
+  if (LLVMGetTargetFromTriple(triple, &target, &msg)) {
+    CTX_ICE(diag, "codegen: no LLVM target for '%s': %s", triple, msg);
+  } else {
+    char *cpu = LLVMGetHostCPUName(), *features = LLVMGetHostCPUFeatures();
+    tm = LLVMCreateTargetMachine(target, triple, cpu, features, LLVMCodeGenLevelAggressive,
+                                 LLVMRelocDefault, LLVMCodeModelJITDefault);
+    if (!tm) CTX_ICE(diag, "codegen: cannot make a target machine for '%s'", cpu);
+    LLVMDisposeMessage(cpu);
+    LLVMDisposeMessage(features);
+  }
+  LLVMDisposeMessage(msg);
+  LLVMDisposeMessage(triple);
+  return tm;
+}
+
+/* The optimized module of [k] in [ctx] for [tm], or NULL after an error. */
+static LLVMModuleRef build_module(LLVMContextRef ctx, const IlirKernel *k,
+                                  LLVMTargetMachineRef tm, CtxDiag *diag) {
+  LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(k->name, ctx);
+  char *triple = LLVMGetTargetMachineTriple(tm);
+  LLVMSetTarget(mod, triple);
+  LLVMDisposeMessage(triple);
+  LLVMTargetDataRef layout = LLVMCreateTargetDataLayout(tm);
+  LLVMSetModuleDataLayout(mod, layout);
+  LLVMDisposeTargetData(layout);
+  if (!cg_emit_module(ctx, mod, k, diag)) {
+    LLVMDisposeModule(mod);
+    return NULL;
+  }
+  LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
+  LLVMErrorRef err = LLVMRunPasses(mod, "default<O3>", tm, opts);
+  LLVMDisposePassBuilderOptions(opts);
+  if (err) {
+    report_error(diag, "optimizing the kernel", err);
+    LLVMDisposeModule(mod);
+    return NULL;
+  }
+  return mod;
+}
+
+/* ---- the JIT ------------------------------------------------------------------ */
+
+/* The libm functions the generated code may call (tanhf directly, the others
+ * where LLVM expands an intrinsic into a call), defined by this process's own
+ * libm so that nothing depends on how the executable was linked. */
+typedef struct {
+  const char *name;
+  float (*fn)(float);
+} CgLibm;
+
+static LLVMErrorRef define_libm(LLVMOrcLLJITRef jit, LLVMOrcJITDylibRef jd) {
+  const CgLibm libm[] = {{"tanhf", tanhf}, {"expf", expf},   {"logf", logf},
+                         {"sqrtf", sqrtf}, {"fabsf", fabsf}, {"exp2f", exp2f},
+                         {"log2f", log2f}};
+  enum { N = sizeof libm / sizeof libm[0] };
+  LLVMOrcCSymbolMapPair pairs[N];
+  for (int i = 0; i < N; i++) {
+    pairs[i].Name = LLVMOrcLLJITMangleAndIntern(jit, libm[i].name);
+    pairs[i].Sym.Address = (LLVMOrcExecutorAddress)(uintptr_t)libm[i].fn;
+    pairs[i].Sym.Flags.GenericFlags =
+        LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable;
+    pairs[i].Sym.Flags.TargetFlags = 0;
+  }
+  LLVMOrcMaterializationUnitRef mu = LLVMOrcAbsoluteSymbols(pairs, N);
+  LLVMErrorRef err = LLVMOrcJITDylibDefine(jd, mu);
+  if (err) LLVMOrcDisposeMaterializationUnit(mu);
+  return err;
+}
+
+/* An LLJIT for [tm] (consumed) whose main dylib resolves libm and the
+ * process's symbols; NULL after an error. */
+static LLVMOrcLLJITRef make_jit(LLVMTargetMachineRef tm, CtxDiag *diag) {
+  LLVMOrcLLJITBuilderRef builder = LLVMOrcCreateLLJITBuilder();
+  LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(
+      builder, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(tm));
+  LLVMOrcLLJITRef jit;
+  LLVMErrorRef err = LLVMOrcCreateLLJIT(&jit, builder);
+  if (err) {
+    report_error(diag, "creating the JIT", err);
+    return NULL;
+  }
+  LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(jit);
+  LLVMOrcDefinitionGeneratorRef gen = NULL;
+  err = define_libm(jit, jd);
+  if (!err)
+    err = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
+        &gen, LLVMOrcLLJITGetGlobalPrefix(jit), NULL, NULL);
+  if (err) {
+    report_error(diag, "setting up the JIT's symbols", err);
+    LLVMConsumeError(LLVMOrcDisposeLLJIT(jit));
+    return NULL;
+  }
+  LLVMOrcJITDylibAddGenerator(jd, gen);
+  return jit;
+}
+
+/* Adds [mod] (consumed, made in [tsc]) to [jit] and looks up [name]. */
+static CgKernelFn add_and_lookup(LLVMOrcLLJITRef jit, LLVMOrcThreadSafeContextRef tsc,
+                                 LLVMModuleRef mod, const char *name, CtxDiag *diag) {
+  LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(mod, tsc);
+  LLVMErrorRef err = LLVMOrcLLJITAddLLVMIRModule(jit, LLVMOrcLLJITGetMainJITDylib(jit), tsm);
+  if (err) {
+    report_error(diag, "adding the kernel to the JIT", err);
+    return NULL;
+  }
+  LLVMOrcExecutorAddress addr = 0;
+  err = LLVMOrcLLJITLookup(jit, &addr, name);
+  if (err) {
+    report_error(diag, "compiling the kernel", err);
+    return NULL;
+  }
+  return (CgKernelFn)(uintptr_t)addr;
+}
+
+CgJit *cg_jit_compile(const IlirKernel *k, CtxDiag *diag) {
+  LLVMTargetMachineRef tm = cg_host_machine(diag);
+  if (!tm) return NULL;
+  LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
+  LLVMModuleRef mod = build_module(LLVMOrcThreadSafeContextGetContext(tsc), k, tm, diag);
+  LLVMOrcLLJITRef jit = NULL;
+  if (mod) {
+    jit = make_jit(tm, diag); /* consumes tm */
+    tm = NULL;
+    if (!jit) LLVMDisposeModule(mod);
+  }
+  if (tm) LLVMDisposeTargetMachine(tm);
+  CgKernelFn fn = jit ? add_and_lookup(jit, tsc, mod, k->name, diag) : NULL;
+  LLVMOrcDisposeThreadSafeContext(tsc); /* the module holds its own reference */
+  if (!fn) {
+    if (jit) LLVMConsumeError(LLVMOrcDisposeLLJIT(jit));
+    return NULL;
+  }
+  CgJit *j = ctx_xmalloc(sizeof *j);
+  j->jit = jit;
+  j->fn = fn;
+  return j;
+}
+
+CgKernelFn cg_jit_kernel(const CgJit *jit) { return jit->fn; }
+
+void cg_jit_free(CgJit *jit) {
+  if (!jit) return;
+  LLVMConsumeError(LLVMOrcDisposeLLJIT(jit->jit));
+  free(jit);
+}
+
+/* ---- text --------------------------------------------------------------------- */
+
+bool cg_emit_llvm(CtxBuf *out, const IlirKernel *k, CtxDiag *diag) {
+  LLVMTargetMachineRef tm = cg_host_machine(diag);
+  if (!tm) return false;
+  LLVMContextRef ctx = LLVMContextCreate();
+  LLVMModuleRef mod = build_module(ctx, k, tm, diag);
+  if (mod) {
+    char *text = LLVMPrintModuleToString(mod);
+    ctx_buf_puts(out, text);
+    LLVMDisposeMessage(text);
+    LLVMDisposeModule(mod);
+  }
+  LLVMContextDispose(ctx);
+  LLVMDisposeTargetMachine(tm);
+  return mod != NULL;
+}
+
+bool cg_emit_asm(CtxBuf *out, const IlirKernel *k, CtxDiag *diag) {
+  LLVMTargetMachineRef tm = cg_host_machine(diag);
+  if (!tm) return false;
+  LLVMContextRef ctx = LLVMContextCreate();
+  LLVMModuleRef mod = build_module(ctx, k, tm, diag);
+  bool ok = mod != NULL;
+  if (mod) {
+    char *msg = NULL;
+    LLVMMemoryBufferRef mem = NULL;
+    if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &msg, &mem)) {
+      CTX_ICE(diag, "codegen: emitting assembly: %s", msg);
+      ok = false;
+    } else {
+      ctx_buf_write(out, LLVMGetBufferStart(mem), LLVMGetBufferSize(mem));
+      LLVMDisposeMemoryBuffer(mem);
+    }
+    LLVMDisposeMessage(msg);
+    LLVMDisposeModule(mod);
+  }
+  LLVMContextDispose(ctx);
+  LLVMDisposeTargetMachine(tm);
+  return ok;
+}

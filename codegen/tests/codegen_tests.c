@@ -1,0 +1,371 @@
+/* codegen_tests.c — unit tests of the CPU backend: ILIR kernels built by hand
+ * (structs filled in directly, in an arena), JIT-compiled and run on small
+ * linearized batches; their results are compared with values computed here
+ * in C. Also the text outputs (LLVM IR, assembly) and internal errors. */
+#include "codegen/codegen.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- building kernels -------------------------------------------------------- */
+
+typedef struct {
+  CtxArena *a;
+  IlirKernel *k;
+  CtxSources srcs;
+  CtxDiag diag;
+  FILE *sink;
+} T;
+
+static void t_init(T *t, const char *name) {
+  memset(t, 0, sizeof *t);
+  t->a = ctx_arena_new();
+  ctx_sources_init(&t->srcs);
+  t->sink = fopen("/dev/null", "w");
+  ctx_diag_init(&t->diag, &t->srcs, t->sink);
+  t->k = CTX_NEW(t->a, IlirKernel);
+  t->k->name = name;
+  t->k->bufs = CTX_NEW_ARRAY(t->a, IlirBuf, 16);
+}
+
+static void t_done(T *t) {
+  fclose(t->sink);
+  ctx_sources_free(&t->srcs);
+  ctx_arena_free(t->a);
+}
+
+static int buf(T *t, const char *name, IlirBufKind kind, long size) {
+  IlirBuf *b = &t->k->bufs[t->k->nbufs];
+  b->name = name;
+  b->kind = kind;
+  b->size = size;
+  return t->k->nbufs++;
+}
+
+static IlirVar *var(T *t, const char *name) {
+  IlirVar *v = CTX_NEW(t->a, IlirVar);
+  v->name = name;
+  v->id = t->k->nvars++;
+  return v;
+}
+
+static IlirExpr *ex(T *t, IlirExprKind kind, IlirType type) {
+  IlirExpr *e = CTX_NEW(t->a, IlirExpr);
+  e->kind = kind;
+  e->type = type;
+  return e;
+}
+
+static IlirExpr *ci(T *t, long v) {
+  IlirExpr *e = ex(t, ILIR_CONST, ILIR_I64);
+  e->ival = v;
+  return e;
+}
+
+static IlirExpr *cf(T *t, float v) {
+  IlirExpr *e = ex(t, ILIR_CONST, ILIR_F32);
+  e->fval = v;
+  return e;
+}
+
+static IlirExpr *vr(T *t, IlirVar *v) {
+  IlirExpr *e = ex(t, ILIR_VAR, ILIR_I64);
+  e->var = v;
+  return e;
+}
+
+static IlirExpr *arg(T *t, long which) {
+  IlirExpr *e = ex(t, ILIR_ARG, ILIR_I64);
+  e->ival = which;
+  return e;
+}
+
+static bool is_float_buf(IlirBufKind k) {
+  return k == ILIR_BUF_PARAM || k == ILIR_BUF_VALUES || k == ILIR_BUF_RESULT ||
+         k == ILIR_BUF_SCRATCH;
+}
+
+static IlirExpr *ld(T *t, int b, IlirExpr *index) {
+  IlirExpr *e = ex(t, ILIR_LOAD, is_float_buf(t->k->bufs[b].kind) ? ILIR_F32 : ILIR_I64);
+  e->buf = b;
+  e->a = index;
+  return e;
+}
+
+static IlirExpr *un(T *t, int op, IlirExpr *x) {
+  IlirExpr *e = ex(t, ILIR_UNARY, op == ILIR_NOT ? ILIR_I64 : x->type);
+  e->op = op;
+  e->a = x;
+  return e;
+}
+
+static IlirExpr *bin(T *t, int op, IlirExpr *x, IlirExpr *y) {
+  IlirExpr *e = ex(t, ILIR_BINARY, op >= ILIR_EQ && op <= ILIR_OR ? ILIR_I64 : x->type);
+  e->op = op;
+  e->a = x;
+  e->b = y;
+  return e;
+}
+
+static IlirExpr *sel(T *t, IlirExpr *c, IlirExpr *x, IlirExpr *y) {
+  IlirExpr *e = ex(t, ILIR_SELECT, x->type);
+  e->c = c;
+  e->a = x;
+  e->b = y;
+  return e;
+}
+
+static IlirExpr *red(T *t, int op, IlirVar *v, IlirExpr *lo, IlirExpr *hi, IlirExpr *body) {
+  IlirExpr *e = ex(t, ILIR_REDUCE, ILIR_F32);
+  e->op = op;
+  e->var = v;
+  e->lo = lo;
+  e->hi = hi;
+  e->a = body;
+  return e;
+}
+
+static IlirBlock block(T *t, int n, IlirStmt **stmts) {
+  IlirBlock b = {CTX_NEW_ARRAY(t->a, IlirStmt *, n), n};
+  memcpy(b.stmts, stmts, sizeof *stmts * (size_t)n);
+  return b;
+}
+
+static IlirStmt *loop(T *t, IlirVar *v, IlirExpr *lo, IlirExpr *hi, IlirStmt *body) {
+  IlirStmt *s = CTX_NEW(t->a, IlirStmt);
+  s->kind = ILIR_LOOP;
+  s->var = v;
+  s->lo = lo;
+  s->hi = hi;
+  s->body = block(t, 1, &body);
+  return s;
+}
+
+static IlirStmt *store(T *t, int b, IlirExpr *index, IlirExpr *value) {
+  IlirStmt *s = CTX_NEW(t->a, IlirStmt);
+  s->kind = ILIR_STORE;
+  s->buf = b;
+  s->index = index;
+  s->value = value;
+  return s;
+}
+
+static IlirStmt *ifs(T *t, IlirExpr *c, IlirStmt *then, IlirStmt *els) {
+  IlirStmt *s = CTX_NEW(t->a, IlirStmt);
+  s->kind = ILIR_IF;
+  s->cond = c;
+  s->then = block(t, 1, &then);
+  s->els = block(t, 1, &els);
+  return s;
+}
+
+/* The level and node loops around [body] (which reads node variable [n]):
+ *   for l in [0, num_levels) for n in [levels[l], levels[l + 1]) body */
+static void levels_around(T *t, int levels, IlirVar *n, IlirStmt *body) {
+  IlirVar *l = var(t, "l");
+  IlirStmt *nodes = loop(t, n, ld(t, levels, vr(t, l)),
+                         ld(t, levels, bin(t, ILIR_ADD, vr(t, l), ci(t, 1))), body);
+  nodes->loop = ILIR_LOOP_NODES;
+  IlirStmt *lv = loop(t, l, ci(t, 0), arg(t, 1), nodes);
+  lv->loop = ILIR_LOOP_LEVELS;
+  t->k->body = block(t, 1, &lv);
+}
+
+static CgKernelFn compile(T *t, CgJit **jit) {
+  *jit = cg_jit_compile(t->k, &t->diag);
+  ck_assert_ptr_nonnull(*jit);
+  ck_assert_int_eq(t->diag.errors + t->diag.ice, 0);
+  return cg_jit_kernel(*jit);
+}
+
+static bool close_to(double got, double want) {
+  return fabs(got - want) <= 1e-5 + 1e-5 * fabs(want);
+}
+
+/* ---- a chain: result[n, i] = tanh(sum_k result[dep(n, k), i] + p[i]) ------- */
+
+enum { H = 4 };
+
+static void chain_kernel(T *t) {
+  int p = buf(t, "p", ILIR_BUF_PARAM, H);
+  int dep = buf(t, "dep", ILIR_BUF_DEP, 1);
+  int nd = buf(t, "num_deps", ILIR_BUF_NUM_DEPS, 1);
+  int lv = buf(t, "levels", ILIR_BUF_LEVELS, 1);
+  int res = buf(t, "f.result", ILIR_BUF_RESULT, H);
+  IlirVar *n = var(t, "n"), *i = var(t, "i"), *k = var(t, "k");
+  IlirExpr *child = ld(t, dep, bin(t, ILIR_ADD, vr(t, n), vr(t, k)));
+  IlirExpr *sum = red(t, ILIR_SUM, k, ci(t, 0), ld(t, nd, vr(t, n)),
+                      ld(t, res, bin(t, ILIR_ADD, bin(t, ILIR_MUL, child, ci(t, H)), vr(t, i))));
+  IlirExpr *val = un(t, ILIR_TANH, bin(t, ILIR_ADD, sum, ld(t, p, vr(t, i))));
+  IlirStmt *st = store(t, res, bin(t, ILIR_ADD, bin(t, ILIR_MUL, vr(t, n), ci(t, H)), vr(t, i)), val);
+  levels_around(t, lv, n, loop(t, i, ci(t, 0), ci(t, H), st));
+}
+
+START_TEST(chain_three_levels) {
+  T t;
+  t_init(&t, "ctx_chain_kernel");
+  chain_kernel(&t);
+  CgJit *jit;
+  CgKernelFn fn = compile(&t, &jit);
+  /* nodes 0 (leaf) <- 1 <- 2 (root); node 3 is the absent dependency */
+  float p[H] = {0.1f, -0.2f, 0.3f, 0.5f};
+  int32_t dep[3] = {3, 0, 1}, nd[3] = {0, 1, 1}, lv[4] = {0, 1, 2, 3};
+  float res[4 * H] = {0};
+  void *bufs[] = {p, dep, nd, lv, res};
+  fn(bufs, 3, 3);
+  double want[H] = {0};
+  for (int node = 0; node < 3; node++)
+    for (int i = 0; i < H; i++) {
+      want[i] = tanh(want[i] * (node > 0) + p[i]);
+      ck_assert_msg(close_to(res[node * H + i], want[i]), "node %d lane %d: %g vs %g", node,
+                    i, res[node * H + i], want[i]);
+    }
+  for (int i = 0; i < H; i++) ck_assert(res[3 * H + i] == 0);
+  cg_jit_free(jit);
+  t_done(&t);
+}
+END_TEST
+
+/* ---- reductions, selects and the unary functions, per node -------------------- */
+
+START_TEST(max_select_unary) {
+  T t;
+  t_init(&t, "ctx_misc_kernel");
+  int val = buf(&t, "values", ILIR_BUF_VALUES, 4);
+  int ival = buf(&t, "ivalues", ILIR_BUF_IVALUES, 4);
+  int lv = buf(&t, "levels", ILIR_BUF_LEVELS, 1);
+  int res = buf(&t, "f.result", ILIR_BUF_RESULT, 8);
+  IlirVar *n = var(&t, "n"), *j = var(&t, "j");
+  IlirExpr *row = bin(&t, ILIR_MUL, vr(&t, n), ci(&t, 4));
+  IlirExpr *v0 = ld(&t, val, row);
+  IlirExpr *mx = red(&t, ILIR_MAXR, j, ci(&t, 0), ci(&t, 4),
+                     ld(&t, val, bin(&t, ILIR_ADD, row, vr(&t, j))));
+  /* the arm not taken reads far out of bounds: it must not be evaluated */
+  IlirExpr *far = ld(&t, val, ci(&t, 1L << 40));
+  IlirExpr *pick = sel(&t, bin(&t, ILIR_GT, ld(&t, ival, row), ci(&t, 2)),
+                       un(&t, ILIR_SIGMOID, v0), sel(&t, ci(&t, 0), far, un(&t, ILIR_NEG, v0)));
+  IlirExpr *outs[8] = {mx, pick, un(&t, ILIR_RELU, v0), un(&t, ILIR_EXP, v0),
+                       un(&t, ILIR_LOG, un(&t, ILIR_ABS, v0)), un(&t, ILIR_SQRT, un(&t, ILIR_ABS, v0)),
+                       red(&t, ILIR_SUM, var(&t, "e"), ci(&t, 0), ci(&t, 0), cf(&t, 1)),
+                       bin(&t, ILIR_DIV, ex(&t, ILIR_TO_F32, ILIR_F32), cf(&t, 2))};
+  outs[7]->a->a = bin(&t, ILIR_AND, ld(&t, ival, row), un(&t, ILIR_NOT, vr(&t, n)));
+  IlirStmt *st[8];
+  for (int o = 0; o < 8; o++)
+    st[o] = store(&t, res, bin(&t, ILIR_ADD, bin(&t, ILIR_MUL, vr(&t, n), ci(&t, 8)), ci(&t, o)),
+                  outs[o]);
+  IlirStmt *body = loop(&t, var(&t, "unused"), ci(&t, 0), ci(&t, 1), st[0]);
+  body->body = block(&t, 8, st);
+  levels_around(&t, lv, n, body);
+  CgJit *jit;
+  CgKernelFn fn = compile(&t, &jit);
+  float v[3 * 4] = {0.5f, 2, -1, 0.25f, -0.75f, -3, -2, -4, 1.5f, 0, 0, 0};
+  int32_t iv[3 * 4] = {3, 0, 0, 0, 1, 0, 0, 0, 7, 0, 0, 0};
+  int32_t lvl[2] = {0, 3};
+  float r[4 * 8] = {0};
+  void *bufs[] = {v, iv, lvl, r};
+  fn(bufs, 3, 1);
+  for (int node = 0; node < 3; node++) {
+    double x = v[node * 4], m = -INFINITY;
+    for (int q = 0; q < 4; q++) m = v[node * 4 + q] > m ? v[node * 4 + q] : m;
+    double want[8] = {m, iv[node * 4] > 2 ? 1 / (1 + exp(-x)) : -x, x > 0 ? x : 0, exp(x),
+                      log(fabs(x)), sqrt(fabs(x)), 0, (iv[node * 4] != 0 && node == 0) / 2.0};
+    for (int o = 0; o < 8; o++)
+      ck_assert_msg(close_to(r[node * 8 + o], want[o]), "node %d out %d: %g vs %g", node, o,
+                    r[node * 8 + o], want[o]);
+  }
+  cg_jit_free(jit);
+  t_done(&t);
+}
+END_TEST
+
+/* ---- if on num_deps: leaves take their value, others twice their child's ---- */
+
+START_TEST(if_on_num_deps) {
+  T t;
+  t_init(&t, "ctx_if_kernel");
+  int val = buf(&t, "values", ILIR_BUF_VALUES, 1);
+  int dep = buf(&t, "dep", ILIR_BUF_DEP, 2);
+  int nd = buf(&t, "num_deps", ILIR_BUF_NUM_DEPS, 1);
+  int lv = buf(&t, "levels", ILIR_BUF_LEVELS, 1);
+  int res = buf(&t, "f.result", ILIR_BUF_RESULT, 1);
+  IlirVar *n = var(&t, "n"), *k = var(&t, "k");
+  IlirExpr *kids = red(&t, ILIR_SUM, k, ci(&t, 0), ci(&t, 2),
+                       ld(&t, res, ld(&t, dep, bin(&t, ILIR_ADD, bin(&t, ILIR_MUL, vr(&t, n), ci(&t, 2)), vr(&t, k)))));
+  IlirStmt *st = ifs(&t, bin(&t, ILIR_EQ, ld(&t, nd, vr(&t, n)), ci(&t, 0)),
+                     store(&t, res, vr(&t, n), ld(&t, val, vr(&t, n))),
+                     store(&t, res, vr(&t, n), bin(&t, ILIR_MUL, kids, cf(&t, 2))));
+  levels_around(&t, lv, n, st);
+  CgJit *jit;
+  CgKernelFn fn = compile(&t, &jit);
+  /* leaves 0, 1, 2; node 3 = (0, 1); node 4 = (3, 2); node 5 is absent */
+  float v[6] = {1, 2, 3, 0, 0, 0};
+  int32_t dp[10] = {5, 5, 5, 5, 5, 5, 0, 1, 3, 2}, ndp[5] = {0, 0, 0, 2, 2};
+  int32_t lvl[4] = {0, 3, 4, 5};
+  float r[6] = {0};
+  void *bufs[] = {v, dp, ndp, lvl, r};
+  fn(bufs, 5, 3);
+  float want[6] = {1, 2, 3, 6, 18, 0};
+  for (int i = 0; i < 6; i++) ck_assert_msg(r[i] == want[i], "node %d: %g", i, r[i]);
+  cg_jit_free(jit);
+  t_done(&t);
+}
+END_TEST
+
+/* ---- text and errors ------------------------------------------------------------ */
+
+START_TEST(llvm_and_asm_text) {
+  T t;
+  t_init(&t, "ctx_chain_kernel");
+  chain_kernel(&t);
+  CtxBuf ir, as;
+  ctx_buf_init(&ir);
+  ctx_buf_init(&as);
+  ck_assert(cg_emit_llvm(&ir, t.k, &t.diag));
+  ck_assert_ptr_nonnull(strstr(ctx_buf_str(&ir), "define void @ctx_chain_kernel(ptr"));
+  ck_assert_ptr_nonnull(strstr(ctx_buf_str(&ir), "tanhf"));
+  ck_assert(cg_emit_asm(&as, t.k, &t.diag));
+  ck_assert_ptr_nonnull(strstr(ctx_buf_str(&as), "ctx_chain_kernel:"));
+  ck_assert_int_eq(t.diag.ice, 0);
+  ctx_buf_free(&ir);
+  ctx_buf_free(&as);
+  t_done(&t);
+}
+END_TEST
+
+START_TEST(bad_kernel_is_ice) {
+  T t;
+  t_init(&t, "ctx_bad_kernel");
+  int res = buf(&t, "f.result", ILIR_BUF_RESULT, 1);
+  IlirVar *n = var(&t, "n");
+  IlirStmt *st = store(&t, res, vr(&t, n), ld(&t, 7, ci(&t, 0))); /* no buffer 7 */
+  t.k->body = block(&t, 1, &st);
+  IlirStmt *l = loop(&t, n, ci(&t, 0), arg(&t, 0), st);
+  t.k->body = block(&t, 1, &l);
+  ck_assert_ptr_null(cg_jit_compile(t.k, &t.diag));
+  ck_assert(t.diag.ice);
+  t_done(&t);
+}
+END_TEST
+
+static Suite *codegen_suite(void) {
+  Suite *s = suite_create("codegen");
+  TCase *tc = tcase_create("jit");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, chain_three_levels);
+  tcase_add_test(tc, max_select_unary);
+  tcase_add_test(tc, if_on_num_deps);
+  tcase_add_test(tc, llvm_and_asm_text);
+  tcase_add_test(tc, bad_kernel_is_ice);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(codegen_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
