@@ -1,0 +1,516 @@
+/* blas_tree.c — the hand-written baseline: the zoo's models (docs/models.md) in
+ * plain C, batched by level, with OpenBLAS doing the matrix products.
+ *
+ * It reads the same inputs (PTB trees or node lists, through libctxrt) and the same
+ * safetensors weights as ctx, splits the structures into batches of --batch, parses
+ * every batch before timing, and then times each batch from parsed structures in
+ * memory to all root outputs: ctxrt_linear_fill (level-contiguous node ids), then
+ * level by level all nodes of the level gathered into one matrix, one cblas_sgemm
+ * per weight matrix per level (cblas_sgemv when the level has one node), and the
+ * elementwise epilogues in C. mvrnn's per-node matrix-vector products B·a, A·b are
+ * sgemv per node; its WM·[A; B] is one sgemm per level over the level's matrices
+ * laid side by side. After one warm-up pass it runs --repeat passes over all
+ * batches and prints, like `ctx run --time`,
+ *   time: median_ms=M p10_ms=P p90_ms=Q batches=N batch_size=B
+ * With --output it writes the root outputs of the last pass as float32 .npy.
+ *
+ * usage: blas_tree MODEL --input FILE --weights W.safetensors [-D H=256] [-D V=20000]
+ *                   [--batch B] [--repeat R] [--threads T] [--output OUT.npy]
+ */
+#include "runtime/ctxrt.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef enum { TREEFC, TREEGRU, TREELSTM, CHILDSUM, MVRNN, DAGRNN, SEQLSTM } Model;
+
+static const char *const model_names[] = {"treefc",   "treegru", "treelstm", "childsum",
+                                          "mvrnn",    "dagrnn",  "seqlstm"};
+
+typedef struct Bench {
+  Model model;
+  int H, V, D, K; /* K: max dependencies per node (linearizer row length) */
+  int nvals;      /* values per node the model reads */
+  const float *p[8]; /* parameters in declaration order */
+  /* per-node state, indexed by new (level-ordered) id */
+  float *h, *c;
+  const float **mat; /* mvrnn: each node's matrix (leaves: into EmbM) */
+  int *mat_ld;       /* its leading dimension */
+  /* level scratch */
+  float *x, *g, *y, *f, *wide;
+  size_t cap_nodes, cap_deps;
+} Bench;
+
+static void die(const char *what, const char *msg) {
+  fprintf(stderr, "blas_tree: %s%s%s\n", what, msg ? ": " : "", msg ? msg : "");
+  exit(1);
+}
+
+static void *xmalloc(size_t n) {
+  void *p = aligned_alloc(64, (n + 63) / 64 * 64 + 64);
+  if (!p) die("out of memory", NULL);
+  return p;
+}
+
+static inline float sigm(float v) { return 1.0f / (1.0f + expf(-v)); }
+
+/* Y[n x rows] (ld ldy) = X[n x cols] (ld ldx) . Wt, W [rows x cols] row-major;
+ * beta 0 or 1. One sgemm (sgemv for a single row). */
+static void mm(int n, int rows, int cols, const float *X, int ldx, const float *W, float *Y,
+               int ldy, float beta) {
+  if (n <= 0) return;
+  if (n == 1)
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, rows, cols, 1.0f, W, cols, X, 1, beta, Y, 1);
+  else
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, rows, cols, 1.0f, X, ldx, W,
+                cols, beta, Y, ldy);
+}
+
+/* ---- models: one level [s, e) of nodes at a time ------------------------------- */
+
+static int word(const CtxrtLinear *L, int w) { return L->ival[(size_t)w * L->num_values]; }
+static int dep(const CtxrtLinear *L, int w, int k) { return L->dep[(size_t)w * L->max_deps + k]; }
+
+static void treefc_level(Bench *b, const CtxrtLinear *L, int s, int e, bool leaf) {
+  int H = b->H, n = e - s;
+  const float *Emb = b->p[0], *W = b->p[1], *bias = b->p[2];
+  if (leaf) {
+    for (int w = s; w < e; w++)
+      memcpy(b->h + (size_t)w * H, Emb + (size_t)word(L, w) * H, sizeof(float) * (size_t)H);
+    return;
+  }
+  for (int i = 0; i < n; i++) {
+    float *row = b->x + (size_t)i * 2 * H;
+    memcpy(row, b->h + (size_t)dep(L, s + i, 0) * H, sizeof(float) * (size_t)H);
+    memcpy(row + H, b->h + (size_t)dep(L, s + i, 1) * H, sizeof(float) * (size_t)H);
+  }
+  float *out = b->h + (size_t)s * H;
+  mm(n, H, 2 * H, b->x, 2 * H, W, out, H, 0.0f);
+  for (size_t i = 0; i < (size_t)n * H; i++) {
+    float v = out[i] + bias[i % (size_t)H];
+    out[i] = v > 0.0f ? v : 0.0f;
+  }
+}
+
+static void treegru_level(Bench *b, const CtxrtLinear *L, int s, int e, bool leaf) {
+  int H = b->H, n = e - s;
+  const float *Emb = b->p[0], *Urz = b->p[1], *brz = b->p[2], *Uh = b->p[3], *bh = b->p[4];
+  if (leaf) {
+    for (int w = s; w < e; w++)
+      memcpy(b->h + (size_t)w * H, Emb + (size_t)word(L, w) * H, sizeof(float) * (size_t)H);
+    return;
+  }
+  float *S = b->x, *G = b->g, *T = b->y, *Ht = b->f;
+  for (int i = 0; i < n; i++) {
+    const float *h0 = b->h + (size_t)dep(L, s + i, 0) * H;
+    const float *h1 = b->h + (size_t)dep(L, s + i, 1) * H;
+    for (int j = 0; j < H; j++) S[(size_t)i * H + j] = h0[j] + h1[j];
+  }
+  mm(n, 2 * H, H, S, H, Urz, G, 2 * H, 0.0f);
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < H; j++) {
+      float r = sigm(G[(size_t)i * 2 * H + j] + brz[j]);
+      T[(size_t)i * H + j] = r * S[(size_t)i * H + j];
+    }
+  mm(n, H, H, T, H, Uh, Ht, H, 0.0f);
+  for (int i = 0; i < n; i++) {
+    float *h = b->h + (size_t)(s + i) * H;
+    for (int j = 0; j < H; j++) {
+      float z = sigm(G[(size_t)i * 2 * H + H + j] + brz[H + j]);
+      float ht = tanhf(Ht[(size_t)i * H + j] + bh[j]);
+      float sv = S[(size_t)i * H + j];
+      h[j] = z * sv + (1.0f - z) * ht;
+    }
+  }
+}
+
+static void treelstm_level(Bench *b, const CtxrtLinear *L, int s, int e, bool leaf) {
+  int H = b->H, n = e - s;
+  const float *Emb = b->p[0], *Uiou = b->p[1], *biou = b->p[2], *Uf = b->p[3], *bf = b->p[4];
+  float *G = b->g, *F = b->f, *S = b->x, *HC = b->y;
+  if (leaf) {
+    for (int i = 0; i < n; i++) {
+      const float *gw = Emb + (size_t)word(L, s + i) * 3 * H;
+      float *h = b->h + (size_t)(s + i) * H, *c = b->c + (size_t)(s + i) * H;
+      for (int j = 0; j < H; j++) {
+        float ig = sigm(gw[j] + biou[j]), og = sigm(gw[H + j] + biou[H + j]);
+        float u = tanhf(gw[2 * H + j] + biou[2 * H + j]);
+        c[j] = ig * u;
+        h[j] = og * tanhf(c[j]);
+      }
+    }
+    return;
+  }
+  for (int i = 0; i < n; i++) {
+    const float *h0 = b->h + (size_t)dep(L, s + i, 0) * H;
+    const float *h1 = b->h + (size_t)dep(L, s + i, 1) * H;
+    for (int j = 0; j < H; j++) S[(size_t)i * H + j] = h0[j] + h1[j];
+    memcpy(HC + (size_t)(2 * i) * H, h0, sizeof(float) * (size_t)H);
+    memcpy(HC + (size_t)(2 * i + 1) * H, h1, sizeof(float) * (size_t)H);
+  }
+  mm(n, 3 * H, H, S, H, Uiou, G, 3 * H, 0.0f);
+  mm(2 * n, H, H, HC, H, Uf, F, H, 0.0f);
+  for (int i = 0; i < n; i++) {
+    const float *c0 = b->c + (size_t)dep(L, s + i, 0) * H;
+    const float *c1 = b->c + (size_t)dep(L, s + i, 1) * H;
+    const float *g = G + (size_t)i * 3 * H;
+    const float *f0 = F + (size_t)(2 * i) * H, *f1 = f0 + H;
+    float *h = b->h + (size_t)(s + i) * H, *c = b->c + (size_t)(s + i) * H;
+    for (int j = 0; j < H; j++) {
+      float ig = sigm(g[j] + biou[j]), og = sigm(g[H + j] + biou[H + j]);
+      float u = tanhf(g[2 * H + j] + biou[2 * H + j]);
+      float cv = ig * u + sigm(f0[j] + bf[j]) * c0[j] + sigm(f1[j] + bf[j]) * c1[j];
+      c[j] = cv;
+      h[j] = og * tanhf(cv);
+    }
+  }
+}
+
+static void childsum_level(Bench *b, const CtxrtLinear *L, int s, int e, bool leaf) {
+  int H = b->H, n = e - s, K = L->max_deps;
+  const float *Emb = b->p[0], *Wiou = b->p[1], *Uiou = b->p[2], *biou = b->p[3];
+  const float *Wf = b->p[4], *Uf = b->p[5], *bf = b->p[6];
+  float *X = b->x, *G = b->g, *FX = b->y, *S = b->wide, *HC = b->wide + (size_t)n * H;
+  float *FC = b->f;
+  for (int i = 0; i < n; i++)
+    memcpy(X + (size_t)i * H, Emb + (size_t)word(L, s + i) * H, sizeof(float) * (size_t)H);
+  mm(n, 3 * H, H, X, H, Wiou, G, 3 * H, 0.0f);
+  mm(n, H, H, X, H, Wf, FX, H, 0.0f);
+  int nc = 0;
+  if (!leaf) {
+    for (int i = 0; i < n; i++) {
+      float *si = S + (size_t)i * H;
+      memset(si, 0, sizeof(float) * (size_t)H);
+      for (int k = 0; k < L->num_deps[s + i]; k++, nc++) {
+        const float *hk = b->h + (size_t)L->dep[(size_t)(s + i) * K + k] * H;
+        memcpy(HC + (size_t)nc * H, hk, sizeof(float) * (size_t)H);
+        for (int j = 0; j < H; j++) si[j] += hk[j];
+      }
+    }
+    mm(n, 3 * H, H, S, H, Uiou, G, 3 * H, 1.0f);
+    mm(nc, H, H, HC, H, Uf, FC, H, 0.0f);
+  }
+  nc = 0;
+  for (int i = 0; i < n; i++) {
+    const float *g = G + (size_t)i * 3 * H, *fx = FX + (size_t)i * H;
+    float *h = b->h + (size_t)(s + i) * H, *c = b->c + (size_t)(s + i) * H;
+    for (int j = 0; j < H; j++) {
+      float ig = sigm(g[j] + biou[j]);
+      c[j] = ig * tanhf(g[2 * H + j] + biou[2 * H + j]);
+    }
+    int nd = leaf ? 0 : L->num_deps[s + i];
+    for (int k = 0; k < nd; k++, nc++) {
+      const float *ck = b->c + (size_t)L->dep[(size_t)(s + i) * K + k] * H;
+      const float *fc = FC + (size_t)nc * H;
+      for (int j = 0; j < H; j++) c[j] += sigm(fx[j] + bf[j] + fc[j]) * ck[j];
+    }
+    for (int j = 0; j < H; j++) h[j] = sigm(g[H + j] + biou[H + j]) * tanhf(c[j]);
+  }
+}
+
+static void mvrnn_level(Bench *b, const CtxrtLinear *L, int s, int e, bool leaf) {
+  int H = b->H, n = e - s;
+  const float *Emb = b->p[0], *EmbM = b->p[1], *W = b->p[2], *bias = b->p[3], *WM = b->p[4];
+  if (leaf) {
+    for (int w = s; w < e; w++) {
+      memcpy(b->h + (size_t)w * H, Emb + (size_t)word(L, w) * H, sizeof(float) * (size_t)H);
+      b->mat[w] = EmbM + (size_t)word(L, w) * H * H;
+      b->mat_ld[w] = H;
+    }
+    return;
+  }
+  /* X = [B.a; A.b] per node (sgemv each), M = [A_i; B_i] side by side [2H x nH] */
+  float *X = b->x, *M = b->wide;
+  size_t ldm = (size_t)n * H;
+  for (int i = 0; i < n; i++) {
+    int l = dep(L, s + i, 0), r = dep(L, s + i, 1);
+    const float *A = b->mat[l], *B = b->mat[r];
+    int lda = b->mat_ld[l], ldb = b->mat_ld[r];
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, H, H, 1.0f, B, ldb, b->h + (size_t)l * H, 1, 0.0f,
+                X + (size_t)i * 2 * H, 1);
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, H, H, 1.0f, A, lda, b->h + (size_t)r * H, 1, 0.0f,
+                X + (size_t)i * 2 * H + H, 1);
+    for (int k = 0; k < H; k++) {
+      memcpy(M + (size_t)k * ldm + (size_t)i * H, A + (size_t)k * lda, sizeof(float) * (size_t)H);
+      memcpy(M + (size_t)(H + k) * ldm + (size_t)i * H, B + (size_t)k * ldb,
+             sizeof(float) * (size_t)H);
+    }
+  }
+  float *out = b->h + (size_t)s * H;
+  mm(n, H, 2 * H, X, 2 * H, W, out, H, 0.0f);
+  for (size_t i = 0; i < (size_t)n * H; i++) out[i] = tanhf(out[i] + bias[i % (size_t)H]);
+  /* P (all nodes) = WM [H x 2H] . M [2H x nH], stored in the level's block of c-matrices */
+  float *P = b->c + (size_t)s * H * H;
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, H, n * H, 2 * H, 1.0f, WM, 2 * H, M,
+              (int)ldm, 0.0f, P, (int)ldm);
+  for (int i = 0; i < n; i++) {
+    b->mat[s + i] = P + (size_t)i * H;
+    b->mat_ld[s + i] = (int)ldm;
+  }
+}
+
+static void dagrnn_level(Bench *b, const CtxrtLinear *L, int s, int e, bool leaf) {
+  int H = b->H, n = e - s, K = L->max_deps;
+  const float *W = b->p[0], *U = b->p[1], *bias = b->p[2];
+  float *out = b->h + (size_t)s * H, *S = b->x;
+  mm(n, H, b->D, L->val + (size_t)s * b->D, b->D, W, out, H, 0.0f);
+  if (!leaf) {
+    for (int i = 0; i < n; i++) {
+      float *si = S + (size_t)i * H;
+      memset(si, 0, sizeof(float) * (size_t)H);
+      for (int k = 0; k < L->num_deps[s + i]; k++) {
+        const float *hp = b->h + (size_t)L->dep[(size_t)(s + i) * K + k] * H;
+        for (int j = 0; j < H; j++) si[j] += hp[j];
+      }
+    }
+    mm(n, H, H, S, H, U, out, H, 1.0f);
+  }
+  for (size_t i = 0; i < (size_t)n * H; i++) out[i] = tanhf(out[i] + bias[i % (size_t)H]);
+}
+
+static void seqlstm_level(Bench *b, const CtxrtLinear *L, int s, int e, bool leaf) {
+  int H = b->H, n = e - s;
+  const float *Emb = b->p[0], *U = b->p[1], *bias = b->p[2];
+  float *G = b->g, *Hp = b->x;
+  if (!leaf) {
+    for (int i = 0; i < n; i++)
+      memcpy(Hp + (size_t)i * H, b->h + (size_t)dep(L, s + i, 0) * H, sizeof(float) * (size_t)H);
+    mm(n, 4 * H, H, Hp, H, U, G, 4 * H, 0.0f);
+  }
+  for (int i = 0; i < n; i++) {
+    const float *ew = Emb + (size_t)word(L, s + i) * 4 * H;
+    const float *g = G + (size_t)i * 4 * H;
+    const float *cp = leaf ? NULL : b->c + (size_t)dep(L, s + i, 0) * H;
+    float *h = b->h + (size_t)(s + i) * H, *c = b->c + (size_t)(s + i) * H;
+    for (int j = 0; j < H; j++) {
+      float gi = ew[j] + bias[j], gf = ew[H + j] + bias[H + j];
+      float gu = ew[2 * H + j] + bias[2 * H + j], go = ew[3 * H + j] + bias[3 * H + j];
+      if (!leaf) gi += g[j], gf += g[H + j], gu += g[2 * H + j], go += g[3 * H + j];
+      float cv = sigm(gi) * tanhf(gu) + (leaf ? 0.0f : sigm(gf) * cp[j]);
+      c[j] = cv;
+      h[j] = sigm(go) * tanhf(cv);
+    }
+  }
+}
+
+typedef void (*LevelFn)(Bench *, const CtxrtLinear *, int, int, bool);
+static const LevelFn level_fns[] = {treefc_level,  treegru_level, treelstm_level, childsum_level,
+                                    mvrnn_level,   dagrnn_level,  seqlstm_level};
+
+/* ---- setup ------------------------------------------------------------------- */
+
+static int set_params(Bench *b, CtxrtParam *ps) {
+  int H = b->H, V = b->V, D = b->D, n = 0;
+#define P1(NAME, A) ps[n++] = (CtxrtParam){NAME, 1, {A}}
+#define P2(NAME, A, B) ps[n++] = (CtxrtParam){NAME, 2, {A, B}}
+  switch (b->model) {
+  case TREEFC: P2("Emb", V, H); P2("W", H, 2 * H); P1("b", H); break;
+  case TREEGRU:
+    P2("Emb", V, H); P2("U_rz", 2 * H, H); P1("b_rz", 2 * H); P2("U_h", H, H); P1("b_h", H);
+    break;
+  case TREELSTM:
+    P2("Emb", V, 3 * H); P2("U_iou", 3 * H, H); P1("b_iou", 3 * H); P2("U_f", H, H);
+    P1("b_f", H);
+    break;
+  case CHILDSUM:
+    P2("Emb", V, H); P2("W_iou", 3 * H, H); P2("U_iou", 3 * H, H); P1("b_iou", 3 * H);
+    P2("W_f", H, H); P2("U_f", H, H); P1("b_f", H);
+    break;
+  case MVRNN:
+    P2("Emb", V, H); ps[n++] = (CtxrtParam){"EmbM", 3, {V, H, H}}; P2("W", H, 2 * H);
+    P1("b", H); P2("WM", H, 2 * H);
+    break;
+  case DAGRNN: P2("W", H, D); P2("U", H, H); P1("b", H); break;
+  case SEQLSTM: P2("Emb", V, 4 * H); P2("U", 4 * H, H); P1("b", 4 * H); break;
+  }
+#undef P1
+#undef P2
+  return n;
+}
+
+/* Splits [text] into one chunk per batch of [batch] structures (PTB: a tree a
+ * line; node lists: a structure from its kind line) and parses each. */
+static CtxrtForest **read_batches(const char *path, bool ptb, int batch, int *nb) {
+  FILE *fp = fopen(path, "rb");
+  if (!fp) die("cannot open", path);
+  fseek(fp, 0, SEEK_END);
+  long len = ftell(fp);
+  fseek(fp, 0, SEEK_SET);
+  char *text = xmalloc((size_t)len + 1);
+  if (fread(text, 1, (size_t)len, fp) != (size_t)len) die("cannot read", path);
+  fclose(fp);
+  text[len] = 0;
+  int cap = 64, count = 0, in_batch = 0;
+  CtxrtForest **out = malloc(sizeof *out * (size_t)cap);
+  const char *start = text;
+  for (const char *ln = text; ln && *ln;) {
+    const char *nl = strchr(ln, '\n');
+    const char *next = nl ? nl + 1 : NULL;
+    const char *t = ln;
+    while (*t == ' ' || *t == '\t') t++;
+    bool begins = ptb ? (*t == '(')
+                      : (!strncmp(t, "tree", 4) || !strncmp(t, "dag", 3) ||
+                         !strncmp(t, "sequence", 8));
+    if (begins && in_batch == batch) { /* flush [start, ln) */
+      if (count == cap) out = realloc(out, sizeof *out * (size_t)(cap *= 2));
+      CtxrtError err;
+      CtxrtStatus st = ptb ? ctxrt_read_ptb_buffer(path, start, (size_t)(ln - start), NULL,
+                                                   &out[count], &err)
+                           : ctxrt_read_nodes_buffer(path, start, (size_t)(ln - start),
+                                                     &out[count], &err);
+      if (st) die("read", err.msg);
+      count++;
+      start = ln;
+      in_batch = 0;
+    }
+    if (begins) in_batch++;
+    ln = next;
+  }
+  if (in_batch) {
+    if (count == cap) out = realloc(out, sizeof *out * (size_t)(cap + 1));
+    CtxrtError err;
+    size_t rest = strlen(start);
+    CtxrtStatus st = ptb ? ctxrt_read_ptb_buffer(path, start, rest, NULL, &out[count], &err)
+                         : ctxrt_read_nodes_buffer(path, start, rest, &out[count], &err);
+    if (st) die("read", err.msg);
+    count++;
+  }
+  free(text);
+  *nb = count;
+  return out;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* One batch: linearize, run level by level, copy the roots to [out]. */
+static int run_batch(Bench *b, CtxrtLinear *L, const CtxrtForest *f, float *out) {
+  CtxrtError err;
+  if (ctxrt_linear_fill(L, f, b->nvals, b->K, &err)) die("linearize", err.msg);
+  LevelFn fn = level_fns[b->model];
+  for (int l = 0; l < L->num_levels; l++)
+    fn(b, L, L->level_start[l], L->level_start[l + 1], l == 0);
+  for (int k = 0; k < L->num_outputs; k++)
+    memcpy(out + (size_t)k * b->H, b->h + (size_t)L->outputs[k] * b->H,
+           sizeof(float) * (size_t)b->H);
+  return L->num_outputs;
+}
+
+int main(int argc, char **argv) {
+  Bench b;
+  memset(&b, 0, sizeof b);
+  const char *input = NULL, *weights = NULL, *output = NULL;
+  int batch = 1, repeat = 5, threads = 1, model = -1;
+  b.H = 0, b.V = 20000, b.D = 0, b.K = 8;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--input") && v) input = v, i++;
+    else if (!strcmp(a, "--weights") && v) weights = v, i++;
+    else if (!strcmp(a, "--output") && v) output = v, i++;
+    else if (!strcmp(a, "--batch") && v) batch = atoi(v), i++;
+    else if (!strcmp(a, "--repeat") && v) repeat = atoi(v), i++;
+    else if (!strcmp(a, "--threads") && v) threads = atoi(v), i++;
+    else if (!strncmp(a, "-D", 2)) {
+      const char *kv = a[2] ? a + 2 : v;
+      if (!a[2]) i++;
+      if (!kv || kv[1] != '=') die("bad -D", kv);
+      int val = atoi(kv + 2);
+      if (kv[0] == 'H') b.H = val;
+      else if (kv[0] == 'V') b.V = val;
+      else if (kv[0] == 'D') b.D = val;
+      else if (kv[0] == 'K') b.K = val;
+      else die("unknown dim", kv);
+    } else if (model < 0 && a[0] != '-') {
+      for (int m = 0; m < 7; m++)
+        if (!strcmp(a, model_names[m])) model = m;
+      if (model < 0) die("unknown model", a);
+    } else die("bad argument", a);
+  }
+  if (model < 0 || !input || !weights || batch < 1 || repeat < 1)
+    die("usage: blas_tree MODEL --input FILE --weights W.safetensors [-D H=..] [--batch B] "
+        "[--repeat R] [--threads T] [--output OUT.npy]", NULL);
+  b.model = (Model)model;
+  if (!b.H) b.H = b.model == MVRNN ? 64 : 256;
+  if (!b.D) b.D = b.H;
+  int H = b.H;
+  openblas_set_num_threads(threads);
+
+  bool ptb = b.model <= TREELSTM || b.model == MVRNN;
+  b.nvals = b.model == DAGRNN ? b.D : 1;
+  b.K = b.model == CHILDSUM ? b.K : b.model == SEQLSTM ? 1 : 2;
+  int64_t bound = b.V;
+  CtxrtSpec spec = {b.model == DAGRNN ? CTXRT_DAG : b.model == SEQLSTM ? CTXRT_SEQUENCE
+                                                                       : CTXRT_TREE,
+                    b.model == SEQLSTM ? 0 : b.K, (ptb ? 2 : 0), b.nvals,
+                    ptb ? CTXRT_VALUES_LEAVES : CTXRT_VALUES_ALL,
+                    b.model == DAGRNN ? NULL : &bound};
+  CtxrtError err;
+  CtxrtWeights *w;
+  if (ctxrt_st_read_file(weights, &w, &err)) die("weights", err.msg);
+  CtxrtParam ps[8];
+  int np = set_params(&b, ps);
+  if (ctxrt_weights_check(w, weights, ps, np, &err)) die("weights", err.msg);
+  for (int i = 0; i < np; i++) b.p[i] = ctxrt_weights_find(w, ps[i].name)->data;
+
+  int nb;
+  CtxrtForest **batches = read_batches(input, ptb, batch, &nb);
+  size_t max_nodes = 0, total_out = 0;
+  for (int i = 0; i < nb; i++) {
+    if (ctxrt_forest_validate(batches[i], &spec, &err)) die("validate", err.msg);
+    if ((size_t)batches[i]->num_nodes > max_nodes) max_nodes = (size_t)batches[i]->num_nodes;
+    total_out += (size_t)ctxrt_forest_outputs(batches[i], NULL);
+  }
+  /* state and scratch sized for the largest batch */
+  size_t N = max_nodes + 1, Hs = (size_t)H;
+  b.h = xmalloc(sizeof(float) * N * Hs);
+  b.c = xmalloc(sizeof(float) * N * Hs * (b.model == MVRNN ? Hs : 1));
+  b.x = xmalloc(sizeof(float) * N * 2 * Hs);
+  b.g = xmalloc(sizeof(float) * N * 4 * Hs);
+  b.y = xmalloc(sizeof(float) * N * 2 * Hs);
+  b.f = xmalloc(sizeof(float) * N * 2 * Hs);
+  b.wide = xmalloc(sizeof(float) * N * 2 * Hs * (b.model == MVRNN ? Hs : 1));
+  b.mat = malloc(sizeof *b.mat * N);
+  b.mat_ld = malloc(sizeof *b.mat_ld * N);
+  float *out = xmalloc(sizeof(float) * (total_out + 1) * Hs);
+  CtxrtLinear *L;
+  if (ctxrt_linear_create(NULL, b.nvals, b.K, &L, &err)) die("linearize", err.msg);
+
+  /* warm-up pass (also writes the outputs), then the timed passes */
+  for (int i = 0, row = 0; i < nb; i++) row += run_batch(&b, L, batches[i], out + (size_t)row * Hs);
+  double *ms = malloc(sizeof *ms * (size_t)nb * (size_t)repeat);
+  for (int r = 0; r < repeat; r++)
+    for (int i = 0, row = 0; i < nb; i++) {
+      double t0 = now_ms();
+      row += run_batch(&b, L, batches[i], out + (size_t)row * Hs);
+      ms[r * nb + i] = now_ms() - t0;
+    }
+  int n = nb * repeat;
+  qsort(ms, (size_t)n, sizeof *ms, cmp_double);
+  double median = n % 2 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2;
+  printf("time: median_ms=%.4f p10_ms=%.4f p90_ms=%.4f batches=%d batch_size=%d\n", median,
+         ms[(n - 1) / 10], ms[(n - 1) - (n - 1) / 10], n, batch);
+  if (output) {
+    int64_t shape[2] = {(int64_t)total_out, H};
+    if (ctxrt_npy_write_file(output, CTXRT_F32, out, 2, shape, &err)) die("output", err.msg);
+  }
+  for (int i = 0; i < nb; i++) ctxrt_forest_destroy(batches[i]);
+  free(batches);
+  ctxrt_linear_destroy(L);
+  ctxrt_weights_destroy(w);
+  free(b.h), free(b.c), free(b.x), free(b.g), free(b.y), free(b.f), free(b.wide);
+  free(b.mat), free(b.mat_ld), free(out), free(ms);
+  return 0;
+}

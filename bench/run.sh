@@ -1,0 +1,21 @@
+#!/bin/sh
+# bench/run.sh — ctx against its baselines, side by side in one run.
+# Installs the bench-only packages (bench/setup.sh), builds ctx (the main CMake
+# build, build/) and the bench programs (bench/Makefile, into build-bench/),
+# generates seeded SST-like inputs and weights, runs every case for ctx, OpenBLAS
+# (1 and 2 threads) and PyTorch eager (1 and 2 threads), checks each against the
+# float64 interpreter and prints one table (bench/README.md).
+# usage: bench/run.sh [--quick] [--only SUBSTR]      (--quick: ~3 minutes)
+set -eu
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+"$ROOT/bench/setup.sh"
+# ctx: the main build's binary; built (not reconfigured) when missing or when
+# BENCH_REBUILD=1. CTX overrides the binary.
+CTX=${CTX:-$ROOT/build/driver/ctx}
+if [ ! -x "$CTX" ] || [ "${BENCH_REBUILD:-0}" = 1 ]; then
+  [ -f "$ROOT/build/CMakeCache.txt" ] || cmake -S "$ROOT" -B "$ROOT/build" >/dev/null
+  cmake --build "$ROOT/build" --target ctx -j"$(nproc)" >/dev/null
+fi
+make -s -C "$ROOT/bench" OUT="$ROOT/build-bench"
+exec /usr/bin/python3 "$ROOT/bench/run.py" --ctx "$CTX" \
+  --bin "$ROOT/build-bench" --work "$ROOT/build-bench/work" "$@"
