@@ -71,9 +71,7 @@ static void lower_index_let(RaBuilder *B, const AstStmt *s) {
     B->scope = ra_bind(B, B->scope, s->u.let.idx[i].id, B_VAR);
     B->scope->var = op->vars[i];
   }
-  B->bound_vars += shape.rank;
   op->body = ra_lower(B, s->u.let.value, NULL);
-  B->bound_vars -= shape.rank;
   B->scope = saved;
   ra_emit_op(B, op);
   bind_op(B, s->u.let.names[0].id, op);

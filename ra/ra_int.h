@@ -42,7 +42,6 @@ typedef struct {
   RaFunc *fn;         /* the rec function being lowered */
   CtxVec ops;         /* its operators */
   CtxVec *block;      /* statements of the block being lowered */
-  int bound_vars;     /* reduction / index variables in scope */
   bool in_leaf;       /* inside the then-branch of `if leaf(n)` */
   int temps;          /* generated names */
   CtxVec def_sigs;    /* pairs: a def's AstItem, its argument shapes (a string) */

@@ -244,15 +244,17 @@ static bool same_shapes_as_before(RaBuilder *B, const AstItem *def, const AstExp
   return true;
 }
 
+static bool uses_bound_var_in(RaBuilder *B, RaBinding *scope, const AstExpr *e);
+
 /* Binds [name] in [env] to [value] (lowered in [scope]): an operator of its
- * own when [compute] and no reduction variable is in scope, so that an
+ * own when [compute] and it reads no variable bound around it, so that an
  * intermediate of the def is computed once; otherwise an expression lowered
  * where it is used. */
 static RaBinding *def_local(RaBuilder *B, RaBinding *env, const AstItem *def,
                             const char *name, const AstExpr *value, RaBinding *scope,
                             bool compute) {
   const SemaType *t = sema_type_of(B->m, value);
-  if (compute && B->bound_vars == 0 && t && t->kind == SEMA_TENSOR) {
+  if (compute && t && t->kind == SEMA_TENSOR && !uses_bound_var_in(B, scope, value)) {
     RaBinding *saved = B->scope;
     B->scope = scope;
     const char *opname = ctx_arena_printf(B->arena, "%s.%s", def->name.id, name);
@@ -412,18 +414,83 @@ static RaExpr *lower_concat(RaBuilder *B, AstExpr *const *parts, int n, RaExpr *
 
 /* ---- products and reductions ---------------------------------------------------- */
 
-/* sum(k < K) lhs[i, k] * rhs[k (, j)] at [idx]. */
-static RaExpr *product_at(RaBuilder *B, const AstExpr *e, RaExpr **idx) {
-  const SemaType *lt = ra_type(B, e->u.binary.lhs);
-  int rrank = rank_of(B, e->u.binary.rhs);
-  RaVar *k = ra_new_var(B, NULL, lt->dims[1], false);
+/* Does [e] read a variable bound around it (a reduction's or an index-form
+ * let's)? If not, its value does not change inside them and can be computed
+ * once, as an operator of its own. */
+static bool uses_bound_var(RaBuilder *B, const AstExpr *e);
+
+static bool uses_bound_var_in(RaBuilder *B, RaBinding *scope, const AstExpr *e) {
+  RaBinding *saved = B->scope;
+  B->scope = scope;
+  bool r = uses_bound_var(B, e);
+  B->scope = saved;
+  return r;
+}
+
+static bool any_bound(RaBuilder *B, AstExpr *const *es, int n) {
+  for (int i = 0; i < n; i++)
+    if (es[i] && uses_bound_var(B, es[i])) return true;
+  return false;
+}
+
+static bool uses_bound_var(RaBuilder *B, const AstExpr *e) {
+  switch (e->kind) {
+  case AST_NAME: {
+    RaBinding *b = lookup(B, e->u.name.id);
+    if (!b) return false;
+    if (b->kind == B_VAR) return true;
+    if (b->kind == B_EXPR || b->kind == B_FIELD) return uses_bound_var_in(B, b->scope, b->expr);
+    return false;
+  }
+  case AST_UNARY: return uses_bound_var(B, e->u.unary.operand);
+  case AST_BINARY:
+    return uses_bound_var(B, e->u.binary.lhs) || uses_bound_var(B, e->u.binary.rhs);
+  case AST_CALL: return any_bound(B, e->u.call.args, e->u.call.nargs);
+  case AST_MEMBER: return uses_bound_var(B, e->u.member.base);
+  case AST_TUPLE: case AST_CONCAT: return any_bound(B, e->u.list.elems, e->u.list.n);
+  case AST_INDEX:
+    if (uses_bound_var(B, e->u.index.base)) return true;
+    for (int i = 0; i < e->u.index.nsubs; i++) {
+      const AstSubscript *s = &e->u.index.subs[i];
+      AstExpr *parts[3] = {s->lo, s->hi, s->index};
+      if (any_bound(B, parts, 3)) return true;
+    }
+    return false;
+  case AST_REDUCE: { /* its own variable is internal to it */
+    RaBinding *inner = ra_bind(B, B->scope, e->u.reduce.var, B_CONST);
+    AstExpr *parts[2] = {e->u.reduce.range, e->u.reduce.body};
+    RaBinding *saved = B->scope;
+    B->scope = inner;
+    bool r = any_bound(B, parts, 2);
+    B->scope = saved;
+    return r;
+  }
+  default: return false;
+  }
+}
+
+/* The parts of a concatenation, or NULL when [e] is not one. */
+static AstExpr *const *concat_parts(const AstExpr *e, int *n) {
+  if (e->kind == AST_CONCAT) {
+    *n = e->u.list.n;
+    return e->u.list.elems;
+  }
+  if (e->kind == AST_CALL && strcmp(e->u.call.callee, "concat") == 0) {
+    *n = e->u.call.nargs;
+    return e->u.call.args;
+  }
+  return NULL;
+}
+
+/* sum(k < K) lhs[i, off + k] * rhs[k (, j)] at [idx]. */
+static RaExpr *product_part(RaBuilder *B, const AstExpr *lhs, const AstExpr *rhs, long off,
+                            RaExpr **idx) {
+  const SemaType *rt = ra_type(B, rhs);
+  RaVar *k = ra_new_var(B, NULL, rt->dims[0], false);
   k->name = ctx_arena_printf(B->arena, "r%d", k->id); /* never shadows a user's name */
-  RaExpr *li[2] = {idx[0], ra_var_ref(B, k)};
-  RaExpr *ri[2] = {ra_var_ref(B, k), rrank == 2 ? idx[1] : NULL};
-  B->bound_vars++;
-  RaExpr *prod = binary(B, RA_MUL, ra_lower(B, e->u.binary.lhs, li),
-                        ra_lower(B, e->u.binary.rhs, ri));
-  B->bound_vars--;
+  RaExpr *li[2] = {idx[0], offset(B, ra_var_ref(B, k), ra_const(B, (double)off))};
+  RaExpr *ri[2] = {ra_var_ref(B, k), rt->rank == 2 ? idx[1] : NULL};
+  RaExpr *prod = binary(B, RA_MUL, ra_lower(B, lhs, li), ra_lower(B, rhs, ri));
   RaExpr *r = new_expr(B, RA_REDUCE);
   r->op = RA_SUM;
   r->var = k;
@@ -431,10 +498,27 @@ static RaExpr *product_at(RaBuilder *B, const AstExpr *e, RaExpr **idx) {
   return r;
 }
 
-/* A matrix product: an operator of its own unless it may depend on a
- * reduction variable in scope, where it is computed in place. */
+/* lhs @ rhs at [idx]. A product with a concatenation, W @ [a; b], is the
+ * sum of the products with its parts, so no element selects between parts. */
+static RaExpr *product_at(RaBuilder *B, const AstExpr *e, RaExpr **idx) {
+  const AstExpr *lhs = e->u.binary.lhs, *rhs = e->u.binary.rhs;
+  int n;
+  AstExpr *const *parts = concat_parts(rhs, &n);
+  if (!parts) return product_part(B, lhs, rhs, 0, idx);
+  RaExpr *sum = NULL;
+  long off = 0;
+  for (int i = 0; i < n; i++) {
+    RaExpr *p = product_part(B, lhs, parts[i], off, idx);
+    sum = sum ? binary(B, RA_ADD, sum, p) : p;
+    off += ra_type(B, parts[i])->dims[0];
+  }
+  return sum;
+}
+
+/* A matrix product: an operator of its own unless it depends on a variable
+ * bound around it, where it is computed in place. */
 static RaExpr *lower_matmul(RaBuilder *B, const AstExpr *e, RaExpr **idx) {
-  if (B->bound_vars > 0) return product_at(B, e, idx);
+  if (uses_bound_var(B, e)) return product_at(B, e, idx);
   RaShape shape = ra_shape_of(ra_type(B, e));
   const char *name = ctx_arena_printf(B->arena, "%s.mm%d", B->fn->name, ++B->temps);
   RaOp *op = ra_new_op(B, name, &shape, e->span);
@@ -452,12 +536,10 @@ static RaExpr *lower_reduce(RaBuilder *B, const AstExpr *e, RaExpr **idx) {
   RaBinding *saved = B->scope;
   B->scope = ra_bind(B, B->scope, e->u.reduce.var, B_VAR);
   B->scope->var = k;
-  B->bound_vars++;
   RaExpr *r = new_expr(B, RA_REDUCE);
   r->op = e->u.reduce.op == AST_OP_MAX ? RA_MAX : RA_SUM;
   r->var = k;
   r->a = ra_lower(B, e->u.reduce.body, idx);
-  B->bound_vars--;
   B->scope = saved;
   return r;
 }

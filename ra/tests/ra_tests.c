@@ -125,7 +125,7 @@ START_TEST(print_shows_operators) {
   ra_print(&out, b.p);
   const char *s = ctx_buf_str(&out);
   ck_assert_ptr_nonnull(strstr(s, "ra treefc (tree, at most 2 dependencies per node)"));
-  ck_assert_ptr_nonnull(strstr(s, "node.mm1[i < 2] = sum(r"));
+  ck_assert_ptr_nonnull(strstr(s, "node.mm1[i < 2] = (sum(r"));
   ck_assert_ptr_nonnull(strstr(s, "Emb[words@n, i]"));
   ck_assert_ptr_nonnull(strstr(s, "output node at each root"));
   ctx_buf_free(&out);
