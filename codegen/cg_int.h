@@ -13,8 +13,9 @@
 bool cg_emit_module(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel *k,
                     CtxDiag *diag);
 
-/* A TargetMachine for the host CPU (its name and features), or NULL after
- * reporting an internal compiler error. */
-LLVMTargetMachineRef cg_host_machine(CtxDiag *diag);
+/* A TargetMachine for the host CPU (its name and features), O3, or NULL after
+ * reporting an internal compiler error; [pic]: position-independent code for
+ * an object file (ctx build), else for the JIT. */
+LLVMTargetMachineRef cg_host_machine(CtxDiag *diag, bool pic);
 
 #endif

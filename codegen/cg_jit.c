@@ -35,7 +35,7 @@ static void report_error(CtxDiag *diag, const char *what, LLVMErrorRef err) {
   LLVMDisposeErrorMessage(msg);
 }
 
-LLVMTargetMachineRef cg_host_machine(CtxDiag *diag) {
+LLVMTargetMachineRef cg_host_machine(CtxDiag *diag, bool pic) {
   if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter()) {
     CTX_ICE(diag, "codegen: LLVM has no target for this host");
     return NULL;
@@ -48,7 +48,8 @@ LLVMTargetMachineRef cg_host_machine(CtxDiag *diag) {
   } else {
     char *cpu = LLVMGetHostCPUName(), *features = LLVMGetHostCPUFeatures();
     tm = LLVMCreateTargetMachine(target, triple, cpu, features, LLVMCodeGenLevelAggressive,
-                                 LLVMRelocDefault, LLVMCodeModelJITDefault);
+                                 pic ? LLVMRelocPIC : LLVMRelocDefault,
+                                 pic ? LLVMCodeModelDefault : LLVMCodeModelJITDefault);
     if (!tm) CTX_ICE(diag, "codegen: cannot make a target machine for '%s'", cpu);
     LLVMDisposeMessage(cpu);
     LLVMDisposeMessage(features);
@@ -158,7 +159,7 @@ static CgKernelFn add_and_lookup(LLVMOrcLLJITRef jit, LLVMOrcThreadSafeContextRe
 }
 
 CgJit *cg_jit_compile(const IlirKernel *k, CtxDiag *diag) {
-  LLVMTargetMachineRef tm = cg_host_machine(diag);
+  LLVMTargetMachineRef tm = cg_host_machine(diag, false);
   if (!tm) return NULL;
   LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
   LLVMModuleRef mod = build_module(LLVMOrcThreadSafeContextGetContext(tsc), k, tm, diag);
@@ -192,7 +193,7 @@ void cg_jit_free(CgJit *jit) {
 /* ---- text --------------------------------------------------------------------- */
 
 bool cg_emit_llvm(CtxBuf *out, const IlirKernel *k, CtxDiag *diag) {
-  LLVMTargetMachineRef tm = cg_host_machine(diag);
+  LLVMTargetMachineRef tm = cg_host_machine(diag, false);
   if (!tm) return false;
   LLVMContextRef ctx = LLVMContextCreate();
   LLVMModuleRef mod = build_module(ctx, k, tm, diag);
@@ -208,7 +209,7 @@ bool cg_emit_llvm(CtxBuf *out, const IlirKernel *k, CtxDiag *diag) {
 }
 
 bool cg_emit_asm(CtxBuf *out, const IlirKernel *k, CtxDiag *diag) {
-  LLVMTargetMachineRef tm = cg_host_machine(diag);
+  LLVMTargetMachineRef tm = cg_host_machine(diag, false);
   if (!tm) return false;
   LLVMContextRef ctx = LLVMContextCreate();
   LLVMModuleRef mod = build_module(ctx, k, tm, diag);
@@ -222,6 +223,28 @@ bool cg_emit_asm(CtxBuf *out, const IlirKernel *k, CtxDiag *diag) {
     } else {
       ctx_buf_write(out, LLVMGetBufferStart(mem), LLVMGetBufferSize(mem));
       LLVMDisposeMemoryBuffer(mem);
+    }
+    LLVMDisposeMessage(msg);
+    LLVMDisposeModule(mod);
+  }
+  LLVMContextDispose(ctx);
+  LLVMDisposeTargetMachine(tm);
+  return ok;
+}
+
+/* ---- object files ------------------------------------------------------------ */
+
+bool cg_emit_object(const IlirKernel *k, const char *path, CtxDiag *diag) {
+  LLVMTargetMachineRef tm = cg_host_machine(diag, true);
+  if (!tm) return false;
+  LLVMContextRef ctx = LLVMContextCreate();
+  LLVMModuleRef mod = build_module(ctx, k, tm, diag);
+  bool ok = mod != NULL;
+  if (mod) {
+    char *msg = NULL;
+    if (LLVMTargetMachineEmitToFile(tm, mod, path, LLVMObjectFile, &msg)) {
+      CTX_ICE(diag, "codegen: writing the object file '%s': %s", path, msg ? msg : "");
+      ok = false;
     }
     LLVMDisposeMessage(msg);
     LLVMDisposeModule(mod);

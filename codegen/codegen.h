@@ -48,4 +48,11 @@ bool cg_emit_llvm(CtxBuf *out, const IlirKernel *k, CtxDiag *diag);
  * after reporting an internal compiler error to [diag]. */
 bool cg_emit_asm(CtxBuf *out, const IlirKernel *k, CtxDiag *diag);
 
+/* Writes [k] as a position-independent object file for the host CPU (its name
+ * and features, default<O3> as the JIT does) to [path]; the kernel's symbol is
+ * k->name, and it calls libm (tanhf, ...). Returns false after reporting an
+ * internal compiler error to [diag] (LLVM's message, or a file it cannot
+ * write). */
+bool cg_emit_object(const IlirKernel *k, const char *path, CtxDiag *diag);
+
 #endif

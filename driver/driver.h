@@ -32,6 +32,11 @@ typedef struct {
   uint64_t threads;    /* --threads N (only 1 is implemented) */
 } CtxRunOptions;
 
+/* The options of `ctx build` (driver_build.c; see `ctx build --help`). */
+typedef struct {
+  const char *out; /* -o OUTDIR */
+} CtxBuildOptions;
+
 typedef struct {
   CtxDump dump;
   int error_limit;
@@ -41,6 +46,7 @@ typedef struct {
   SemaDefine *defines;  /* -D NAME=VALUE */
   int ndefines;
   CtxRunOptions run;    /* ctx run only */
+  CtxBuildOptions build; /* ctx build only */
 } CtxOptions;
 
 typedef struct {
@@ -85,6 +91,13 @@ int ctx_run_option(int argc, char **argv, int *i, CtxOptions *o);
 /* ctx run: compiles the model, reads the input and the weights, runs the
  * model and writes or prints its outputs. Returns an exit code. */
 int ctx_run(CtxSession *s);
+
+/* ctx build (needs LLVM): an option of the verb (as ctx_run_option), and
+ * the verb: the model compiled ahead of time into OUTDIR/libNAME.so,
+ * OUTDIR/libNAME.a and OUTDIR/NAME.h. Returns an exit code. */
+#define CTX_BUILD_USAGE "ctx build MODEL.ctx -o OUTDIR [-D NAME=VALUE]..."
+int ctx_build_option(int argc, char **argv, int *i, CtxOptions *o);
+int ctx_build(CtxSession *s);
 
 /* The exit code the session's diagnostics call for. */
 int ctx_session_exit_code(const CtxSession *s);

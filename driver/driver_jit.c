@@ -1,120 +1,99 @@
-/* driver_jit.c — ctx run's compiled path: a JIT-compiled kernel run over a
- * linearized forest.
+/* driver_jit.c — the model descriptor of a compiled kernel: what libctxrt's
+ * ctxrt_model_* need to run it (ctx run) or what ctx build writes as C.
  *
- *   forest --ctxrt_linear_fill--> levels, dep, num_deps, val, ival
- *   buffers (ilir.h's IlirBuf list): PARAM -> the float32 weights, VALUES /
- *   IVALUES / NUM_DEPS / LEVELS -> the linearizer's arrays, DEP -> a copy
- *   with every absent slot (-1) pointing at row num_nodes, RESULT / SCRATCH
- *   -> (num_nodes + 1) rows, the last RESULT row zero
- *   kernel(bufs, num_nodes, num_levels) --> output rows gathered in the
- *   forest's order
- *
- * The forest must have been validated against the program (word ids in
- * range, values where the model reads them): the kernel checks nothing.
+ *   RaProgram -> params (declaration order), the input spec (kind, arity,
+ *   values per node and where, word bounds), K = max_arity
+ *   IlirKernel -> the buffer table (ILIR buffer kinds map one to one onto
+ *   CtxrtBufKind), the output's buffer, offset and size
  */
 #include "driver/driver_jit.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-void ctx_jit_exec_init(CtxJitExec *x, const RaProgram *p, const IlirKernel *k,
-                       CgKernelFn fn, const CtxrtWeights *weights) {
-  memset(x, 0, sizeof *x);
-  x->p = p;
-  x->k = k;
-  x->fn = fn;
-  x->weights = weights;
-  size_t n = (size_t)k->nbufs + 1;
-  x->bufs = calloc(n, sizeof *x->bufs);
-  x->rows = calloc(n, sizeof *x->rows);
-  x->rows_cap = calloc(n, sizeof *x->rows_cap);
-  if (!x->bufs || !x->rows || !x->rows_cap) ctx_oom();
-  for (int b = 0; b < k->nbufs; b++)
-    if (k->bufs[b].kind == ILIR_BUF_PARAM) {
-      const CtxrtTensor *t = ctxrt_weights_find(weights, p->params[k->bufs[b].index].name);
-      x->bufs[b] = t ? t->data : NULL;
-    }
-}
+_Static_assert((int)ILIR_BUF_PARAM == CTXRT_BUF_PARAM && (int)ILIR_BUF_VALUES == CTXRT_BUF_VALUES &&
+                   (int)ILIR_BUF_IVALUES == CTXRT_BUF_IVALUES &&
+                   (int)ILIR_BUF_RESULT == CTXRT_BUF_RESULT &&
+                   (int)ILIR_BUF_SCRATCH == CTXRT_BUF_SCRATCH &&
+                   (int)ILIR_BUF_DEP == CTXRT_BUF_DEP &&
+                   (int)ILIR_BUF_NUM_DEPS == CTXRT_BUF_NUM_DEPS &&
+                   (int)ILIR_BUF_LEVELS == CTXRT_BUF_LEVELS,
+               "ILIR and libctxrt buffer kinds differ");
 
-void ctx_jit_exec_free(CtxJitExec *x) {
-  if (x->rows)
-    for (int b = 0; b < x->k->nbufs; b++) free(x->rows[b]);
-  free(x->rows);
-  free(x->rows_cap);
-  free(x->bufs);
-  free(x->dep);
-  ctxrt_linear_destroy(x->lin);
-  memset(x, 0, sizeof *x);
-}
-
-int64_t ctx_jit_rows(const CtxrtForest *forest, bool all_nodes) {
-  return all_nodes ? forest->num_nodes : ctxrt_forest_outputs(forest, NULL);
-}
-
-/* A RESULT or SCRATCH buffer of num_nodes + 1 rows; the last row zero. */
-static float *node_rows(CtxJitExec *x, int b, int64_t num_nodes) {
-  size_t size = (size_t)x->k->bufs[b].size;
-  size_t need = ((size_t)num_nodes + 1) * size + 1;
-  if (need > x->rows_cap[b]) {
-    free(x->rows[b]);
-    x->rows[b] = calloc(need, sizeof(float));
-    if (!x->rows[b]) ctx_oom();
-    x->rows_cap[b] = need;
+CtxrtParam *ctx_model_params(const RaProgram *p) {
+  CtxrtParam *ps = calloc((size_t)p->nparams + 1, sizeof *ps);
+  if (!ps) ctx_oom();
+  for (int k = 0; k < p->nparams; k++) {
+    ps[k].name = p->params[k].name;
+    ps[k].ndim = p->params[k].shape.rank;
+    for (int d = 0; d < p->params[k].shape.rank; d++)
+      ps[k].shape[d] = p->params[k].shape.dims[d];
   }
-  memset(x->rows[b] + (size_t)num_nodes * size, 0, size * sizeof(float));
-  return x->rows[b];
+  return ps;
 }
 
-/* lin->dep with the absent slots (-1) pointing at the zero row num_nodes. */
-static int32_t *dep_rows(CtxJitExec *x, const CtxrtLinear *lin) {
-  size_t n = (size_t)lin->num_nodes * (size_t)lin->max_deps + 1;
-  if (n > x->dep_cap) {
-    free(x->dep);
-    x->dep = ctx_xmalloc(n * sizeof *x->dep);
-    x->dep_cap = n;
-  }
-  for (size_t i = 0; i + 1 < n; i++) x->dep[i] = lin->dep[i] < 0 ? lin->num_nodes : lin->dep[i];
-  return x->dep;
+bool ctx_reads_at_internal(const RaProgram *p) {
+  for (int k = 0; k < p->ninputs; k++)
+    if (p->inputs[k].read_at_internal) return true;
+  return false;
 }
 
-/* Points every non-parameter buffer at this batch's data. */
-static void bind_buffers(CtxJitExec *x, const CtxrtLinear *lin) {
-  for (int b = 0; b < x->k->nbufs; b++) {
-    void *data = NULL;
-    switch (x->k->bufs[b].kind) {
-    case ILIR_BUF_PARAM: continue;
-    case ILIR_BUF_VALUES: data = lin->val; break;
-    case ILIR_BUF_IVALUES: data = lin->ival; break;
-    case ILIR_BUF_DEP: data = dep_rows(x, lin); break;
-    case ILIR_BUF_NUM_DEPS: data = lin->num_deps; break;
-    case ILIR_BUF_LEVELS: data = lin->level_start; break;
-    case ILIR_BUF_RESULT:
-    case ILIR_BUF_SCRATCH: data = node_rows(x, b, lin->num_nodes); break;
-    }
-    x->bufs[b] = data ? data : x->none;
+static CtxrtKind rt_kind(SemaStructKind kind) {
+  switch (kind) {
+  case SEMA_TREE:
+    return CTXRT_TREE;
+  case SEMA_DAG:
+    return CTXRT_DAG;
+  default:
+    return CTXRT_SEQUENCE;
   }
 }
 
-CtxrtStatus ctx_jit_exec_run(CtxJitExec *x, const CtxrtForest *forest, bool all_nodes,
-                             float *out, CtxrtError *err) {
-  const IlirKernel *k = x->k;
-  CtxrtStatus st;
-  int32_t v = (int32_t)x->p->values_per_node, deps = (int32_t)x->p->max_arity;
-  if (!x->lin)
-    st = ctxrt_linear_create(forest, v, deps, &x->lin, err);
-  else
-    st = ctxrt_linear_fill(x->lin, forest, v, deps, err);
-  if (st) return st;
-  const CtxrtLinear *lin = x->lin;
-  bind_buffers(x, lin);
-  x->fn(x->bufs, lin->num_nodes, lin->num_levels);
-  const float *res = x->rows[k->out_buf];
-  size_t stride = (size_t)k->bufs[k->out_buf].size, size = (size_t)k->out_size;
-  int64_t rows = all_nodes ? lin->num_nodes : lin->num_outputs;
-  for (int64_t r = 0; r < rows; r++) {
-    size_t node = (size_t)(all_nodes ? lin->to_new[r] : lin->outputs[r]);
-    memcpy(out + (size_t)r * size, res + node * stride + (size_t)k->out_off,
-           size * sizeof(float));
+int64_t *ctx_input_spec(const RaProgram *p, CtxrtSpec *spec) {
+  int64_t *bound = calloc((size_t)p->values_per_node + 1, sizeof *bound);
+  if (!bound) ctx_oom();
+  memset(spec, 0, sizeof *spec);
+  spec->kind = rt_kind(p->kind);
+  spec->max_arity = (int32_t)p->max_arity;
+  spec->num_values = (int32_t)p->values_per_node;
+  spec->values_on = ctx_reads_at_internal(p) ? CTXRT_VALUES_ALL : CTXRT_VALUES_LEAVES;
+  spec->word_bound = bound;
+  for (int k = 0; k < p->ninputs; k++) {
+    const RaInput *in = &p->inputs[k];
+    if (in->is_int && in->bound > 0)
+      for (long v = 0; v < in->row.size; v++) bound[in->offset + v] = in->bound;
   }
-  return CTXRT_OK;
+  return bound;
+}
+
+void ctx_model_desc_init(CtxModelDesc *m, const RaProgram *p, const IlirKernel *k,
+                         CtxrtKernelFn fn) {
+  memset(m, 0, sizeof *m);
+  m->params = ctx_model_params(p);
+  m->bufs = calloc((size_t)k->nbufs + 1, sizeof *m->bufs);
+  if (!m->bufs) ctx_oom();
+  for (int b = 0; b < k->nbufs; b++) {
+    m->bufs[b].kind = (int32_t)k->bufs[b].kind;
+    m->bufs[b].size = k->bufs[b].size;
+    m->bufs[b].param = k->bufs[b].kind == ILIR_BUF_PARAM ? k->bufs[b].index : -1;
+  }
+  m->bound = ctx_input_spec(p, &m->desc.spec);
+  CtxrtModelDesc *d = &m->desc;
+  d->name = p->name;
+  d->kernel = fn;
+  d->num_bufs = k->nbufs;
+  d->bufs = m->bufs;
+  d->num_params = p->nparams;
+  d->params = m->params;
+  d->max_deps = (int32_t)p->max_arity;
+  d->out_buf = k->out_buf;
+  d->out_off = k->out_off;
+  d->out_size = k->out_size;
+}
+
+void ctx_model_desc_free(CtxModelDesc *m) {
+  free(m->bufs);
+  free(m->params);
+  free(m->bound);
+  memset(m, 0, sizeof *m);
 }

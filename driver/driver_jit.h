@@ -1,46 +1,40 @@
-/* driver_jit.h — ctx run's compiled path (driver_jit.c), private to driver/.
+/* driver_jit.h — a compiled kernel's model descriptor (runtime/ctxrt.h,
+ * "Compiled models"), private to driver/.
  *
- * A CtxJitExec holds what running one compiled kernel over batch after batch
- * needs: the kernel's buffer table, the linearizer and the per-node buffers,
- * reused from batch to batch when large enough (a timed loop allocates only
- * when a batch is larger than any before it).
+ * ctx run fills one in for the JIT-compiled kernel and runs it with
+ * ctxrt_model_*; ctx build fills in the same one and writes it as C
+ * (driver_build.c), so both run through the one runtime implementation. The
+ * input spec serves ctx run --interp too.
  */
 #ifndef CTX_DRIVER_JIT_H
 #define CTX_DRIVER_JIT_H
 
-#include "codegen/codegen.h"
+#include "ilir/ilir.h"
 
 typedef struct {
-  const RaProgram *p;
-  const IlirKernel *k;
-  CgKernelFn fn;
-  const CtxrtWeights *weights;
-  void **bufs;         /* [k->nbufs]: what the kernel gets */
-  float **rows;        /* [k->nbufs]: RESULT and SCRATCH buffers, owned */
-  size_t *rows_cap;    /* [k->nbufs]: their capacities in floats */
-  int32_t *dep;        /* the DEP buffer: lin->dep with -1 -> num_nodes */
-  size_t dep_cap;
-  CtxrtLinear *lin;
-  int32_t none[1]; /* the data of buffers with zero-sized rows: never read */
-} CtxJitExec;
+  CtxrtModelDesc desc;
+  CtxrtModelBuf *bufs;  /* [k->nbufs], owned */
+  CtxrtParam *params;   /* [p->nparams], owned (names borrowed from [p]) */
+  int64_t *bound;       /* [p->values_per_node]: word bounds, owned */
+} CtxModelDesc;
 
-/* Prepares [x] to run [fn], the kernel [k] lowered from [p], with the
- * parameters of [weights] (checked against [p]). */
-void ctx_jit_exec_init(CtxJitExec *x, const RaProgram *p, const IlirKernel *k,
-                       CgKernelFn fn, const CtxrtWeights *weights);
+/* The model's parameters as libctxrt sees them (a malloc'd array, names
+ * borrowed from [p]). */
+CtxrtParam *ctx_model_params(const RaProgram *p);
 
-/* The number of output rows [forest] gives: its outputs, or its nodes with
- * [all_nodes]. */
-int64_t ctx_jit_rows(const CtxrtForest *forest, bool all_nodes);
+/* Whether a function of [p] reads an input at internal nodes. */
+bool ctx_reads_at_internal(const RaProgram *p);
 
-/* Linearizes [forest] (validated against the program), runs the kernel and
- * writes its output rows (ctx_jit_rows of them, k->out_size floats each) to
- * [out]: one per output node in ctxrt_forest_outputs order, or one per node
- * in the forest's order with [all_nodes]. Returns the linearizer's status
- * with [err] set on failure. */
-CtxrtStatus ctx_jit_exec_run(CtxJitExec *x, const CtxrtForest *forest, bool all_nodes,
-                             float *out, CtxrtError *err);
+/* What an input of [p] must be (kind, arity, values per node, everywhere or at
+ * leaves only, word bounds) into [spec]; returns its word_bound array
+ * (malloc'd, free it). */
+int64_t *ctx_input_spec(const RaProgram *p, CtxrtSpec *spec);
 
-void ctx_jit_exec_free(CtxJitExec *x);
+/* Describes the kernel [k] lowered from [p], entry point [fn] (NULL when the
+ * descriptor is only written out). */
+void ctx_model_desc_init(CtxModelDesc *m, const RaProgram *p, const IlirKernel *k,
+                         CtxrtKernelFn fn);
+
+void ctx_model_desc_free(CtxModelDesc *m);
 
 #endif

@@ -77,6 +77,22 @@ static const char run_options[] =
     "exit codes: 0 ok, 1 errors in the model, 2 bad command line,\n"
     "            3 bad input or weights, 70 internal compiler error\n";
 
+/* ctx build; driver_build.c. */
+static const char build_options[] =
+    "  -o, --output DIR   the output directory (made when missing): libNAME.so,\n"
+    "                     libNAME.a, NAME.h (the API; NAME is the model's name),\n"
+    "                     and the intermediate NAME_kernel.o, NAME_model.c/.o\n"
+    "  -D NAME=VALUE      override dim NAME (also -DNAME=VALUE)\n"
+    "  --error-limit=N    stop after N errors (default 20, 0 = no limit)\n"
+    "  -h, --help         show this help\n"
+    "\n"
+    "The kernel is compiled for this CPU (its name and features, O3, PIC) as\n"
+    "ctx run's JIT does. The C compiler is $CC (default cc); ar must be on PATH.\n"
+    "Link a program with -lNAME, or with libNAME.a -ljansson -lm.\n"
+    "\n"
+    "exit codes: 0 ok, 1 errors in the model, 2 bad command line or output\n"
+    "            directory, 70 internal error (LLVM, the C compiler or ar failed)\n";
+
 static int run_check(CtxSession *s) { return ctx_pipeline_check(s); }
 
 static int run_fmt(CtxSession *s) {
@@ -92,6 +108,10 @@ static const Verb verbs[] = {
     {"run", "run a model (.ctx) on input structures",
      CTX_RUN_USAGE, run_options,
      ctx_run, ctx_run_option},
+#ifdef CTX_HAVE_JIT
+    {"build", "compile a model ahead of time into a C library (.so, .a, header)",
+     CTX_BUILD_USAGE, build_options, ctx_build, ctx_build_option},
+#endif
 };
 enum { NUM_VERBS = sizeof verbs / sizeof verbs[0] };
 

@@ -20,8 +20,9 @@
  * name, never by a path.
  */
 #include "driver/driver.h"
-#ifdef CTX_HAVE_JIT
 #include "driver/driver_jit.h"
+#ifdef CTX_HAVE_JIT
+#include "codegen/codegen.h"
 #endif
 
 #include <errno.h>
@@ -56,7 +57,8 @@ typedef struct {
 #ifdef CTX_HAVE_JIT
   IlirKernel *k;
   CgJit *jit;
-  CtxJitExec exec;
+  CtxModelDesc desc;
+  CtxrtModel *model;
 #endif
   char *sample; /* path of the bundled sample read, if any */
   CtxBuf timing; /* --time: the line printed last */
@@ -207,12 +209,6 @@ static int check_command(CtxOptions *opts) {
 
 /* ---- input -------------------------------------------------------------- */
 
-static bool reads_at_internal(const RaProgram *p) {
-  for (int k = 0; k < p->ninputs; k++)
-    if (p->inputs[k].read_at_internal) return true;
-  return false;
-}
-
 /* The model's per-node values as the generators make them: an optional word
  * id first, then floats. False when they look otherwise. */
 static bool gen_layout(const RaProgram *p, int64_t *vocab, int64_t *features) {
@@ -236,7 +232,7 @@ static CtxrtStatus gen_input(CtxRun *r, CtxrtGenSpec *g) {
     if (!g->vocab) g->vocab = vocab;
     if (!g->features) g->features = features;
   }
-  if (g->values == CTXRT_GEN_VALUES_DEFAULT && reads_at_internal(r->p))
+  if (g->values == CTXRT_GEN_VALUES_DEFAULT && ctx_reads_at_internal(r->p))
     g->values = CTXRT_GEN_VALUES_ALL;
   return ctxrt_generate(g, &r->forest, &r->err);
 }
@@ -330,37 +326,10 @@ static CtxrtStatus read_input(CtxRun *r) {
   return default_gen(r);
 }
 
-static CtxrtKind rt_kind(SemaStructKind kind) {
-  switch (kind) {
-  case SEMA_TREE:
-    return CTXRT_TREE;
-  case SEMA_DAG:
-    return CTXRT_DAG;
-  default:
-    return CTXRT_SEQUENCE;
-  }
-}
-
-/* Checks the forest against what RA says the model reads: the structure kind,
- * the arity, the values per node (everywhere, or at leaves when no function
- * reads an input elsewhere) and the range of every word id. */
+/* Checks the forest against what RA says the model reads (ctx_input_spec). */
 static CtxrtStatus validate(CtxRun *r) {
-  const RaProgram *p = r->p;
-  int64_t *bound = calloc((size_t)p->values_per_node + 1, sizeof *bound);
-  if (!bound) ctx_oom();
   CtxrtSpec spec;
-  memset(&spec, 0, sizeof spec);
-  spec.kind = rt_kind(p->kind);
-  spec.max_arity = (int32_t)p->max_arity;
-  spec.num_values = (int32_t)p->values_per_node;
-  spec.values_on = reads_at_internal(p) ? CTXRT_VALUES_ALL : CTXRT_VALUES_LEAVES;
-  spec.word_bound = bound;
-  for (int k = 0; k < p->ninputs; k++) {
-    const RaInput *in = &p->inputs[k];
-    if (in->is_int && in->bound > 0)
-      for (long v = 0; v < in->row.size; v++)
-        bound[in->offset + v] = in->bound;
-  }
+  int64_t *bound = ctx_input_spec(r->p, &spec);
   CtxrtStatus st = ctxrt_forest_validate(r->forest, &spec, &r->err);
   free(bound);
   return st;
@@ -368,25 +337,12 @@ static CtxrtStatus validate(CtxRun *r) {
 
 /* ---- weights ------------------------------------------------------------ */
 
-/* The model's parameters as libctxrt sees them (a malloc'd array). */
-static CtxrtParam *model_params(const RaProgram *p) {
-  CtxrtParam *ps = calloc((size_t)p->nparams + 1, sizeof *ps);
-  if (!ps) ctx_oom();
-  for (int k = 0; k < p->nparams; k++) {
-    ps[k].name = p->params[k].name;
-    ps[k].ndim = p->params[k].shape.rank;
-    for (int d = 0; d < p->params[k].shape.rank; d++)
-      ps[k].shape[d] = p->params[k].shape.dims[d];
-  }
-  return ps;
-}
-
 /* --weights FILE, checked against the model, or the seeded defaults; then
  * float64 copies in RaParam order. Returns a status, or -1 after an internal
  * error reported to the session. */
 static int load_weights(CtxRun *r) {
   const RaProgram *p = r->p;
-  CtxrtParam *ps = model_params(p);
+  CtxrtParam *ps = ctx_model_params(p);
   CtxrtStatus st;
   if (r->o->weights) {
     st = ctxrt_st_read_file(r->o->weights, &r->weights, &r->err);
@@ -482,7 +438,8 @@ static void run_free(CtxRun *r) {
   free(r->sample);
   ctx_buf_free(&r->timing);
 #ifdef CTX_HAVE_JIT
-  if (r->exec.k) ctx_jit_exec_free(&r->exec);
+  ctxrt_model_destroy(r->model);
+  ctx_model_desc_free(&r->desc);
   cg_jit_free(r->jit);
 #endif
   ctxrt_weights_destroy(r->weights);
@@ -518,8 +475,9 @@ static int compile_kernel(CtxRun *r) {
 static CtxrtStatus run_one(CtxRun *r, const CtxrtForest *f, int64_t at) {
   size_t size = (size_t)r->p->out_shape.size;
 #ifdef CTX_HAVE_JIT
-  if (!r->o->interp) return ctx_jit_exec_run(&r->exec, f, r->o->all_nodes,
-                                             r->fout + (size_t)at * size, &r->err);
+  if (!r->o->interp)
+    return ctxrt_model_run(r->model, f, r->o->all_nodes, r->fout + (size_t)at * size,
+                           &r->err);
 #endif
   double *rows = NULL;
   int64_t n = 0;
@@ -638,7 +596,8 @@ static int run_stages(CtxRun *r) {
   if (!r->o->interp) {
     r->fout = calloc((size_t)r->rows * size + 1, sizeof *r->fout);
     if (!r->fout) ctx_oom();
-    ctx_jit_exec_init(&r->exec, r->p, r->k, cg_jit_kernel(r->jit), r->weights);
+    ctx_model_desc_init(&r->desc, r->p, r->k, cg_jit_kernel(r->jit));
+    if (ctxrt_model_create(&r->desc.desc, r->weights, &r->model, &r->err)) return report(r);
   }
 #endif
   if (run_batches(r)) return report(r);

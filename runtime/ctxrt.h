@@ -519,6 +519,98 @@ CtxrtStatus ctxrt_linear_fill(CtxrtLinear *lin, const CtxrtForest *forest,
 /* Frees [lin]. NULL is allowed. */
 void ctxrt_linear_destroy(CtxrtLinear *lin);
 
+/* ------------------------------------------------------------------------------
+ * Compiled models: running a kernel ctx generated (ctx run's JIT, ctx build's
+ * libraries)
+ *
+ * A model descriptor says everything the runtime needs to run a compiled kernel:
+ * the kernel's entry point and its buffer table (the kernel's calling convention:
+ * kernel(bufs, num_nodes, num_levels), bufs[i] pointing at the data of bufs[i] of
+ * the table), the model's parameters, what it reads (a CtxrtSpec: kind, arity,
+ * values per node, word bounds), K for the linearizer, and where each node's
+ * output lives. ctx fills one in at run time (the JIT) or writes it as C (ctx
+ * build). A CtxrtModel binds a descriptor to weights and runs it on forest after
+ * forest, reusing its buffers (a loop over batches allocates only when a batch is
+ * larger than any before it). Per batch:
+ *   forest --ctxrt_linear_fill--> levels, dep, num_deps, val, ival
+ *   PARAM -> the weights' float32 tensor; VALUES / IVALUES / NUM_DEPS / LEVELS ->
+ *   the linearizer's arrays; DEP -> a copy with every absent slot (-1) pointing
+ *   at row num_nodes; RESULT / SCRATCH -> (num_nodes + 1) rows, the last one zero
+ *   kernel(bufs, num_nodes, num_levels) --> output rows in the forest's order
+ * A model is used by one thread at a time; the kernel runs single-threaded.
+ */
+
+/* The kernel's entry point. */
+typedef void (*CtxrtKernelFn)(void *const *bufs, int64_t num_nodes, int64_t num_levels);
+
+/* What a kernel buffer holds (the order of ILIR's buffer kinds). */
+typedef enum CtxrtBufKind {
+  CTXRT_BUF_PARAM = 0,    /* f32[size]: parameter [param] */
+  CTXRT_BUF_VALUES = 1,   /* f32 per-node input values (the linearizer's val) */
+  CTXRT_BUF_IVALUES = 2,  /* i32 per-node values as integers (ival) */
+  CTXRT_BUF_RESULT = 3,   /* f32[(num_nodes + 1) * size] */
+  CTXRT_BUF_SCRATCH = 4,  /* f32[(num_nodes + 1) * size] */
+  CTXRT_BUF_DEP = 5,      /* i32[num_nodes * K]: num_nodes where absent */
+  CTXRT_BUF_NUM_DEPS = 6, /* i32[num_nodes] */
+  CTXRT_BUF_LEVELS = 7,   /* i32[num_levels + 1] */
+} CtxrtBufKind;
+
+typedef struct CtxrtModelBuf {
+  int32_t kind;  /* a CtxrtBufKind */
+  int64_t size;  /* floats per node (RESULT, SCRATCH), in all (PARAM) */
+  int32_t param; /* PARAM: the index into the descriptor's params */
+} CtxrtModelBuf;
+
+typedef struct CtxrtModelDesc {
+  const char *name;       /* the model's name, used in messages */
+  CtxrtKernelFn kernel;
+  int32_t num_bufs;
+  const CtxrtModelBuf *bufs;
+  int32_t num_params;
+  const CtxrtParam *params; /* declaration order (the default initialiser's) */
+  CtxrtSpec spec;           /* what an input must be (ctxrt_forest_validate) */
+  int32_t max_deps;         /* K for ctxrt_linear_fill (0: from the forest) */
+  int32_t out_buf;          /* a RESULT buffer: the output of node n is */
+  int64_t out_off;          /*   bufs[out_buf][n * size + out_off ..] */
+  int64_t out_size;         /*   out_size floats (the output row) */
+} CtxrtModelDesc;
+
+typedef struct CtxrtModel CtxrtModel;
+
+/* A model running [desc] (kept, not copied: it must outlive the model) with
+ * [weights], borrowed: they must hold every parameter (by name, with its size)
+ * and outlive the model. CTXRT_ERR_INVALID names a missing or mis-sized
+ * parameter. */
+CtxrtStatus ctxrt_model_create(const CtxrtModelDesc *desc, const CtxrtWeights *weights,
+                               CtxrtModel **out, CtxrtError *err);
+
+/* Like ctxrt_model_create with weights the model owns: read from the safetensors
+ * file [weights_path] and checked against the parameters (ctxrt_weights_check),
+ * or, when [weights_path] is NULL, the default initialiser's from [seed]. */
+CtxrtStatus ctxrt_model_load(const CtxrtModelDesc *desc, const char *weights_path,
+                             uint64_t seed, CtxrtModel **out, CtxrtError *err);
+
+/* Frees [model] (and the weights it owns). NULL is allowed. */
+void ctxrt_model_destroy(CtxrtModel *model);
+
+/* Runs the kernel over [forest], which must have passed ctxrt_forest_validate
+ * with desc->spec, and writes its output rows (out_size floats each) to [out]:
+ * one per output node in ctxrt_forest_outputs order, or with [all_nodes] one
+ * per node in the forest's order. [out] NULL: into the model's own buffer
+ * (ctxrt_model_outputs). Returns the linearizer's status. */
+CtxrtStatus ctxrt_model_run(CtxrtModel *model, const CtxrtForest *forest, int all_nodes,
+                            float *out, CtxrtError *err);
+
+/* Reads the [len] bytes at [data] as bracketed trees ([nodes] 0) or node lists
+ * ([nodes] 1), named [name] in messages, validates them against desc->spec and
+ * runs the model on them (outputs only, into the model's own buffer). */
+CtxrtStatus ctxrt_model_run_text(CtxrtModel *model, const char *name, const char *data,
+                                 size_t len, int nodes, CtxrtError *err);
+
+/* The rows of the last ctxrt_model_run into the model's own buffer or
+ * ctxrt_model_run_text: [*rows] rows of desc->out_size floats (NULL, 0 before). */
+const float *ctxrt_model_outputs(const CtxrtModel *model, int64_t *rows);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,449 @@
+/* driver_build.c — `ctx build MODEL.ctx -o OUTDIR`: a model compiled ahead of
+ * time into a library with a small C API.
+ *
+ *   MODEL.ctx --pipeline, ilir_lower--> kernel --cg_emit_object-->
+ *       OUTDIR/NAME_kernel.o (PIC, host CPU, default<O3> as the JIT)
+ *   RaProgram + kernel --ctx_model_desc_init--> the model descriptor -->
+ *       OUTDIR/NAME_model.c (descriptor + the API as thin wrappers over
+ *       ctxrt_model_*) and OUTDIR/NAME.h (the documented API)
+ *   $CC (default cc) -c NAME_model.c; $CC -shared kernel.o model.o libctxrt.a
+ *       -ljansson -lm --> OUTDIR/libNAME.so
+ *   ar -M (an MRI script: kernel.o, model.o, every member of libctxrt.a) -->
+ *       OUTDIR/libNAME.a (link it with -ljansson -lm)
+ *
+ * NAME is the model's name; every generated symbol starts with NAME_. Exit
+ * codes: 2 for a bad command line or an output directory that cannot be
+ * made, 1 for errors in the model, 70 when LLVM, the C compiler or ar fails
+ * (their messages are passed on).
+ */
+#include "driver/driver.h"
+#include "driver/driver_jit.h"
+#include "codegen/codegen.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef CTX_RT_LIB
+#define CTX_RT_LIB "libctxrt.a" /* set by driver/CMakeLists.txt */
+#endif
+#ifndef CTX_RT_INCLUDE
+#define CTX_RT_INCLUDE "runtime"
+#endif
+
+extern char **environ;
+
+typedef struct {
+  CtxSession *s;
+  const RaProgram *p;
+  IlirKernel *k;
+  CtxModelDesc desc;
+  const char *dir;
+  const char *name; /* the model's name: the prefix of every symbol */
+  char *upper;      /* the same in upper case (macros) */
+} CtxBuild;
+
+/* ---- command line ------------------------------------------------------- */
+
+static int build_usage(const char *fmt, const char *arg) {
+  fputs("ctx: error: ", stderr);
+  fprintf(stderr, fmt, arg);
+  fputs("\nusage: " CTX_BUILD_USAGE "\n(see 'ctx build --help')\n", stderr);
+  return CTX_EXIT_USAGE;
+}
+
+int ctx_build_option(int argc, char **argv, int *i, CtxOptions *o) {
+  const char *a = argv[*i], *val = NULL;
+  if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0)
+    val = *i + 1 < argc ? argv[++*i] : "";
+  else if (strncmp(a, "-o", 2) == 0)
+    val = a + 2;
+  else if (strncmp(a, "--output=", 9) == 0)
+    val = a + 9;
+  if (strncmp(a, "--dump", 6) == 0 || strncmp(a, "--emit", 6) == 0 ||
+      strcmp(a, "--syntax-only") == 0) {
+    build_usage("option '%s' does not apply to 'ctx build'", a);
+    return CTX_OPT_BAD;
+  }
+  if (!val) return CTX_OPT_NOT_MINE;
+  if (*val == 0) return build_usage("option '%s' needs a directory", a), CTX_OPT_BAD;
+  if (o->build.out) return build_usage("option '%s' given twice", a), CTX_OPT_BAD;
+  o->build.out = val;
+  return CTX_OPT_TAKEN;
+}
+
+/* One model file and an output directory that exists or can be made. */
+static int check_command(const CtxOptions *o) {
+  if (o->nfiles != 1)
+    return build_usage(o->nfiles ? "ctx build takes one model file, found %s"
+                                 : "no model file%s",
+                       o->nfiles ? o->files[1] : "");
+  if (!o->build.out) return build_usage("no output directory; give -o OUTDIR%s", "");
+  struct stat st;
+  const char *dir = o->build.out;
+  if (stat(dir, &st) == 0) {
+    if (!S_ISDIR(st.st_mode)) return build_usage("'%s' is not a directory", dir);
+    if (access(dir, W_OK) != 0) return build_usage("cannot write to the directory '%s'", dir);
+    return 0;
+  }
+  if (mkdir(dir, 0777) != 0) {
+    fprintf(stderr, "ctx: error: cannot create the output directory '%s': %s\n", dir,
+            strerror(errno));
+    return CTX_EXIT_USAGE;
+  }
+  return 0;
+}
+
+/* ---- files and processes ------------------------------------------------ */
+
+/* OUTDIR/PREFIX NAME SUFFIX, malloc'd. */
+static char *out_path(const CtxBuild *b, const char *prefix, const char *suffix) {
+  CtxBuf buf;
+  ctx_buf_init(&buf);
+  ctx_buf_printf(&buf, "%s/%s%s%s", b->dir, prefix, b->name, suffix);
+  char *path = ctx_xmalloc(strlen(ctx_buf_str(&buf)) + 1);
+  strcpy(path, ctx_buf_str(&buf));
+  ctx_buf_free(&buf);
+  return path;
+}
+
+static bool write_text(const char *path, const CtxBuf *text) {
+  FILE *f = fopen(path, "wb");
+  const char *s = ctx_buf_str(text);
+  bool ok = f && fwrite(s, 1, strlen(s), f) == strlen(s);
+  if (f && fclose(f) != 0) ok = false;
+  if (!ok) fprintf(stderr, "ctx: error: cannot write '%s': %s\n", path, strerror(errno));
+  return ok;
+}
+
+/* Runs argv[0] (looked up in PATH) with stdin from [in] (NULL: inherited) and
+ * waits. Returns 0, or CTX_EXIT_ICE after saying what failed. */
+static int run_tool(char *const *argv, const char *in, const char *what) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  if (in) posix_spawn_file_actions_addopen(&fa, 0, in, O_RDONLY, 0);
+  pid_t pid;
+  int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ), status = 0;
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) {
+    fprintf(stderr, "ctx: error: cannot run '%s' (%s): %s%s\n", argv[0], what, strerror(rc),
+            strcmp(what, "ar") ? "; set CC to a C compiler" : "");
+    return CTX_EXIT_ICE;
+  }
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return CTX_EXIT_ICE;
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+    fprintf(stderr, "ctx: error: cannot run '%s' (%s); set CC to a C compiler\n", argv[0], what);
+  else
+    fprintf(stderr, "ctx: error: '%s' failed (%s, status %d)\n", argv[0], what,
+            WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  return CTX_EXIT_ICE;
+}
+
+/* The C compiler's words ($CC split at blanks, else "cc") followed by the
+ * [n] words of [args], NULL-terminated; [*copy] holds the words' storage. */
+static char **cc_command(const char *const *args, int n, char **copy) {
+  const char *cc = getenv("CC");
+  if (!cc || !*cc) cc = "cc";
+  *copy = ctx_xmalloc(strlen(cc) + 1);
+  strcpy(*copy, cc);
+  char **argv = ctx_xmalloc((strlen(cc) + (size_t)n + 2) * sizeof *argv);
+  int m = 0;
+  char *save = NULL;
+  for (char *w = strtok_r(*copy, " \t", &save); w; w = strtok_r(NULL, " \t", &save))
+    argv[m++] = w;
+  if (m == 0) argv[m++] = "cc";
+  for (int i = 0; i < n; i++) argv[m++] = (char *)args[i];
+  argv[m] = NULL;
+  return argv;
+}
+
+static int run_cc(const char *const *args, int n, const char *what) {
+  char *copy;
+  char **argv = cc_command(args, n, &copy);
+  int rc = run_tool(argv, NULL, what);
+  free(argv);
+  free(copy);
+  return rc;
+}
+
+/* ---- the header --------------------------------------------------------- */
+
+/* "[256]", "[4, 8]", "[]" */
+static void print_shape(CtxBuf *out, int ndim, const long *dims) {
+  ctx_buf_putc(out, '[');
+  for (int d = 0; d < ndim; d++) ctx_buf_printf(out, "%s%ld", d ? ", " : "", dims[d]);
+  ctx_buf_putc(out, ']');
+}
+
+/* The header's comment: what the model reads and returns, its parameters. */
+static void header_comment(CtxBuf *h, const CtxBuild *b) {
+  const RaProgram *p = b->p;
+  const char *n = b->name;
+  ctx_buf_printf(h, "/* %s.h — the model '%s', compiled ahead of time by `ctx build`.\n"
+                 " * Generated from %s; do not edit.\n *\n", n, n, b->s->opts.files[0]);
+  ctx_buf_printf(h, " * Link with lib%s.so, or with lib%s.a -ljansson -lm (both hold the\n"
+                 " * kernel, compiled for the CPU that built it, and libctxrt). The kernel\n"
+                 " * runs on the calling thread; use one model from one thread at a time.\n *\n",
+                 n, n);
+  ctx_buf_printf(h, " * Input: %ss, at most %ld dependencies a node (0: no limit), %ld value%s\n"
+                 " * per node (%s). Bracketed trees carry one word id at each leaf.\n",
+                 ctxrt_kind_name(b->desc.desc.spec.kind), p->max_arity, p->values_per_node,
+                 p->values_per_node == 1 ? "" : "s",
+                 b->desc.desc.spec.values_on == CTXRT_VALUES_ALL ? "every node" : "leaves");
+  for (int i = 0; i < p->ninputs; i++)
+    if (p->inputs[i].is_int && p->inputs[i].bound > 0)
+      ctx_buf_printf(h, " * Input '%s': word ids in [0, %ld).\n", p->inputs[i].name,
+                     p->inputs[i].bound);
+  ctx_buf_puts(h, " * Output: one row per structure (its root / sink / last element) of\n"
+                  " * shape ");
+  print_shape(h, p->out_shape.rank, p->out_shape.dims);
+  ctx_buf_printf(h, ", %s_output_size() floats.\n *\n"
+                 " * Weights: an F32 safetensors file with exactly these tensors:\n", n);
+  for (int i = 0; i < p->nparams; i++) {
+    ctx_buf_printf(h, " *   %s ", p->params[i].name);
+    print_shape(h, p->params[i].shape.rank, p->params[i].shape.dims);
+    ctx_buf_putc(h, '\n');
+  }
+  ctx_buf_printf(h, " * or, without a file, `ctx run`'s seeded defaults.\n *\n"
+                 " * Every int function returns %s_OK (0) or an error code below, and\n"
+                 " * writes the message (`FILE:LINE: error: ...`) to err[0 .. errlen)\n"
+                 " * (NUL-terminated, truncated; err may be NULL).\n */\n", b->upper);
+}
+
+static void header_api(CtxBuf *h, const CtxBuild *b) {
+  const char *n = b->name, *u = b->upper;
+  ctx_buf_printf(h, "#ifndef %s_H\n#define %s_H\n\n#include <stddef.h>\n#include <stdint.h>\n\n"
+                 "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n", u, u);
+  ctx_buf_printf(h, "enum {\n  %s_OK = 0,\n  %s_ERR_IO = 1,      /* a file could not be read */\n"
+                 "  %s_ERR_SYNTAX = 2,  /* malformed input text or weights file */\n"
+                 "  %s_ERR_INVALID = 3, /* input or weights that do not fit the model */\n"
+                 "  %s_ERR_ARG = 4,     /* a bad argument */\n"
+                 "  %s_ERR_NOMEM = 5    /* out of memory */\n};\n\n", u, u, u, u, u, u);
+  ctx_buf_printf(h, "typedef struct %s_model %s_model;\n\n", n, n);
+  ctx_buf_printf(h, "/* A model with the weights of the safetensors file [weights_path], or the\n"
+                 " * seeded defaults (seed 0) when it is NULL, in [*out] (NULL on failure). */\n"
+                 "int %s_create(const char *weights_path, %s_model **out, char *err,\n"
+                 "              size_t errlen);\n\n", n, n);
+  ctx_buf_printf(h, "/* The same with the default weights of [seed] (ctx run --seed). */\n"
+                 "int %s_create_seeded(uint64_t seed, %s_model **out, char *err, size_t errlen);\n\n",
+                 n, n);
+  ctx_buf_printf(h, "/* Runs the model on the [len] bytes of bracketed trees (one a line, leaf\n"
+                 " * tokens integer word ids) at [text]; the outputs replace the last run's. */\n"
+                 "int %s_run_ptb(%s_model *m, const char *text, size_t len, char *err,\n"
+                 "               size_t errlen);\n\n", n, n);
+  ctx_buf_printf(h, "/* The same for node lists (docs/formats.md). */\n"
+                 "int %s_run_nodes(%s_model *m, const char *text, size_t len, char *err,\n"
+                 "                 size_t errlen);\n\n", n, n);
+  ctx_buf_printf(h, "/* The number of output rows of the last successful run (0 before). */\n"
+                 "int64_t %s_num_outputs(const %s_model *m);\n\n"
+                 "/* Row [i] of the last run's outputs, %s_output_size() floats, valid until\n"
+                 " * the next run or destroy; NULL when [i] is out of range. */\n"
+                 "const float *%s_output(const %s_model *m, int64_t i);\n\n"
+                 "/* Floats per output row. */\nint64_t %s_output_size(void);\n\n"
+                 "/* Frees [m]; NULL is allowed. */\nvoid %s_destroy(%s_model *m);\n\n",
+                 n, n, n, n, n, n, n, n);
+  ctx_buf_printf(h, "#ifdef __cplusplus\n}\n#endif\n\n#endif /* %s_H */\n", u);
+}
+
+/* ---- the descriptor and the API (NAME_model.c) ----------------------------- */
+
+/* The static tables of the descriptor: buffers, parameters, word bounds. */
+static void model_tables(CtxBuf *c, const CtxBuild *b) {
+  const CtxrtModelDesc *d = &b->desc.desc;
+  const char *n = b->name;
+  ctx_buf_printf(c, "static const CtxrtModelBuf %s_bufs[] = {\n", n);
+  for (int32_t i = 0; i < d->num_bufs; i++)
+    ctx_buf_printf(c, "  {%d, %lld, %d}, /* %s */\n", (int)d->bufs[i].kind,
+                   (long long)d->bufs[i].size, (int)d->bufs[i].param, b->k->bufs[i].name);
+  ctx_buf_printf(c, "  {0, 0, -1}\n};\n\nstatic const CtxrtParam %s_params[] = {\n", n);
+  for (int32_t i = 0; i < d->num_params; i++) {
+    ctx_buf_printf(c, "  {\"%s\", %d, {", d->params[i].name, (int)d->params[i].ndim);
+    for (int32_t k = 0; k < d->params[i].ndim; k++)
+      ctx_buf_printf(c, "%s%lld", k ? ", " : "", (long long)d->params[i].shape[k]);
+    ctx_buf_puts(c, "}},\n");
+  }
+  ctx_buf_printf(c, "  {\"\", 0, {0}}\n};\n\nstatic const int64_t %s_word_bound[] = {", n);
+  for (int32_t i = 0; i < d->spec.num_values; i++)
+    ctx_buf_printf(c, "%lld, ", (long long)d->spec.word_bound[i]);
+  ctx_buf_puts(c, "0};\n\n");
+}
+
+static void model_desc(CtxBuf *c, const CtxBuild *b) {
+  const CtxrtModelDesc *d = &b->desc.desc;
+  const char *n = b->name;
+  ctx_buf_printf(c, "void %s(void *const *bufs, int64_t num_nodes, int64_t num_levels);\n\n",
+                 b->k->name);
+  model_tables(c, b);
+  ctx_buf_printf(c, "static const CtxrtModelDesc %s_desc = {\n  \"%s\", %s,\n", n, n, b->k->name);
+  ctx_buf_printf(c, "  %d, %s_bufs,\n  %d, %s_params,\n", (int)d->num_bufs, n,
+                 (int)d->num_params, n);
+  ctx_buf_printf(c, "  {(CtxrtKind)%d, %d, %d, %d, (CtxrtValuesOn)%d, %s_word_bound},\n",
+                 (int)d->spec.kind, (int)d->spec.max_arity, (int)d->spec.min_arity,
+                 (int)d->spec.num_values, (int)d->spec.values_on, n);
+  ctx_buf_printf(c, "  %d, %d, %lld, %lld\n};\n\n", (int)d->max_deps, (int)d->out_buf,
+                 (long long)d->out_off, (long long)d->out_size);
+}
+
+/* The API of NAME.h over ctxrt_model_*; a NAME_model is a CtxrtModel. */
+static void model_api(CtxBuf *c, const CtxBuild *b) {
+  const char *n = b->name;
+  ctx_buf_printf(c, "static int %s_status(CtxrtStatus st, const CtxrtError *e, char *err,\n"
+                 "                      size_t errlen) {\n"
+                 "  if (err && errlen) snprintf(err, errlen, \"%%s\", st ? e->msg : \"\");\n"
+                 "  return (int)st;\n}\n\n", n);
+  ctx_buf_printf(c, "static int %s_load(const char *path, uint64_t seed, %s_model **out,\n"
+                 "                    char *err, size_t errlen) {\n"
+                 "  CtxrtError e;\n  CtxrtModel *m = NULL;\n"
+                 "  if (!out) return %s_status(CTXRT_ERR_ARG, &(CtxrtError){CTXRT_ERR_ARG, 0,"
+                 " \"error: out is NULL\"}, err, errlen);\n"
+                 "  CtxrtStatus st = ctxrt_model_load(&%s_desc, path, seed, &m, &e);\n"
+                 "  *out = (%s_model *)m;\n  return %s_status(st, &e, err, errlen);\n}\n\n",
+                 n, n, n, n, n, n);
+  ctx_buf_printf(c, "int %s_create(const char *weights_path, %s_model **out, char *err,\n"
+                 "              size_t errlen) {\n"
+                 "  return %s_load(weights_path, 0, out, err, errlen);\n}\n\n"
+                 "int %s_create_seeded(uint64_t seed, %s_model **out, char *err, size_t errlen) {\n"
+                 "  return %s_load(NULL, seed, out, err, errlen);\n}\n\n", n, n, n, n, n, n);
+  for (int nodes = 0; nodes < 2; nodes++)
+    ctx_buf_printf(c, "int %s_run_%s(%s_model *m, const char *text, size_t len, char *err,\n"
+                   "                size_t errlen) {\n  CtxrtError e;\n"
+                   "  if (!m || (!text && len)) return %s_status(CTXRT_ERR_ARG, &(CtxrtError){"
+                   "CTXRT_ERR_ARG, 0, \"error: no model or no text\"}, err, errlen);\n"
+                   "  CtxrtStatus st = ctxrt_model_run_text((CtxrtModel *)m, \"%s\", text ? text : \"\","
+                   " len, %d, &e);\n  return %s_status(st, &e, err, errlen);\n}\n\n",
+                   n, nodes ? "nodes" : "ptb", n, n, nodes ? "nodes" : "ptb", nodes, n);
+  ctx_buf_printf(c, "int64_t %s_num_outputs(const %s_model *m) {\n  int64_t rows = 0;\n"
+                 "  if (m) ctxrt_model_outputs((const CtxrtModel *)m, &rows);\n"
+                 "  return rows;\n}\n\n", n, n);
+  ctx_buf_printf(c, "const float *%s_output(const %s_model *m, int64_t i) {\n  int64_t rows = 0;\n"
+                 "  const float *out = m ? ctxrt_model_outputs((const CtxrtModel *)m, &rows) : NULL;\n"
+                 "  return i >= 0 && i < rows ? out + i * %s_desc.out_size : NULL;\n}\n\n",
+                 n, n, n);
+  ctx_buf_printf(c, "int64_t %s_output_size(void) { return %s_desc.out_size; }\n\n"
+                 "void %s_destroy(%s_model *m) { ctxrt_model_destroy((CtxrtModel *)m); }\n",
+                 n, n, n, n);
+}
+
+static void model_source(CtxBuf *c, const CtxBuild *b) {
+  ctx_buf_printf(c, "/* %s_model.c — the model '%s' for libctxrt: its descriptor and the API\n"
+                 " * of %s.h. Generated by `ctx build` from %s; do not edit. */\n"
+                 "#include \"ctxrt.h\"\n#include \"%s.h\"\n\n#include <stdio.h>\n\n",
+                 b->name, b->name, b->name, b->s->opts.files[0], b->name);
+  model_desc(c, b);
+  model_api(c, b);
+}
+
+/* ---- compiling and linking ---------------------------------------------- */
+
+/* NAME_model.c -> NAME_model.o; libNAME.so. */
+static int compile_and_link(const CtxBuild *b, const char *kernel_o) {
+  char *src = out_path(b, "", "_model.c"), *obj = out_path(b, "", "_model.o");
+  char *so = out_path(b, "lib", ".so");
+  const char *cc_args[] = {"-std=c11", "-O2", "-fPIC", "-I", b->dir, "-I", CTX_RT_INCLUDE,
+                           "-c", src, "-o", obj};
+  int rc = run_cc(cc_args, (int)(sizeof cc_args / sizeof *cc_args), "compiling the model");
+  const char *ld_args[] = {"-shared", "-o", so, kernel_o, obj, CTX_RT_LIB, "-ljansson", "-lm"};
+  if (!rc) rc = run_cc(ld_args, (int)(sizeof ld_args / sizeof *ld_args), "linking the library");
+  free(src);
+  free(obj);
+  free(so);
+  return rc;
+}
+
+/* libNAME.a: the two objects and libctxrt's members, through an MRI script
+ * (names with blanks or MRI's special characters cannot be written there). */
+static int archive(const CtxBuild *b, const char *kernel_o) {
+  char *obj = out_path(b, "", "_model.o"), *lib = out_path(b, "lib", ".a");
+  char *mri = out_path(b, "", ".mri");
+  const char *paths[] = {obj, lib, kernel_o, CTX_RT_LIB};
+  for (size_t i = 0; i < sizeof paths / sizeof *paths; i++)
+    if (strpbrk(paths[i], " \t\n;*+,()'\"")) {
+      fprintf(stderr, "ctx: error: cannot archive '%s' (a blank or one of ;*+,()'\" in "
+              "the path)\n", paths[i]);
+      free(obj), free(lib), free(mri);
+      return CTX_EXIT_USAGE;
+    }
+  CtxBuf text;
+  ctx_buf_init(&text);
+  ctx_buf_printf(&text, "CREATE %s\nADDLIB %s\nADDMOD %s\nADDMOD %s\nSAVE\nEND\n", lib,
+                 CTX_RT_LIB, kernel_o, obj);
+  remove(lib);
+  int rc = write_text(mri, &text) ? 0 : CTX_EXIT_ICE;
+  char *argv[] = {"ar", "-M", NULL};
+  if (!rc) rc = run_tool(argv, mri, "ar");
+  remove(mri);
+  ctx_buf_free(&text);
+  free(obj), free(lib), free(mri);
+  return rc;
+}
+
+/* Writes NAME.h and NAME_model.c. */
+static int write_sources(const CtxBuild *b) {
+  CtxBuf h, c;
+  ctx_buf_init(&h);
+  ctx_buf_init(&c);
+  header_comment(&h, b);
+  header_api(&h, b);
+  model_source(&c, b);
+  char *hp = out_path(b, "", ".h"), *cp = out_path(b, "", "_model.c");
+  bool ok = write_text(hp, &h) && write_text(cp, &c);
+  free(hp);
+  free(cp);
+  ctx_buf_free(&h);
+  ctx_buf_free(&c);
+  return ok ? 0 : CTX_EXIT_ICE;
+}
+
+/* ---- the verb ----------------------------------------------------------- */
+
+/* Lowers the model, writes its object file, sources and libraries. */
+static int build_all(CtxBuild *b) {
+  b->k = ilir_lower(b->s->arena, &b->s->diag, b->p);
+  char *kernel_o = out_path(b, "", "_kernel.o");
+  int rc = 0;
+  if (!b->k || !cg_emit_object(b->k, kernel_o, &b->s->diag)) {
+    rc = ctx_session_exit_code(b->s);
+    rc = rc ? rc : CTX_EXIT_ICE;
+  }
+  if (!rc) {
+    ctx_model_desc_init(&b->desc, b->p, b->k, NULL);
+    rc = write_sources(b);
+  }
+  if (!rc) rc = compile_and_link(b, kernel_o);
+  if (!rc) rc = archive(b, kernel_o);
+  if (!rc)
+    fprintf(b->s->out, "built %s/lib%s.so, %s/lib%s.a and %s/%s.h\n", b->dir, b->name, b->dir,
+            b->name, b->dir, b->name);
+  free(kernel_o);
+  return rc;
+}
+
+int ctx_build(CtxSession *s) {
+  int rc = check_command(&s->opts);
+  if (rc) return rc;
+  CtxBuild b;
+  memset(&b, 0, sizeof b);
+  b.s = s;
+  b.dir = s->opts.build.out;
+  b.p = ctx_pipeline_ra(s, s->opts.files[0]);
+  if (!b.p) {
+    rc = ctx_session_exit_code(s);
+    return rc ? rc : CTX_EXIT_ICE;
+  }
+  b.name = b.p->name;
+  b.upper = ctx_xmalloc(strlen(b.name) + 1);
+  for (size_t i = 0; i <= strlen(b.name); i++)
+    b.upper[i] = (char)toupper((unsigned char)b.name[i]);
+  rc = build_all(&b);
+  ctx_model_desc_free(&b.desc);
+  free(b.upper);
+  return rc;
+}

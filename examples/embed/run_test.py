@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""run_test.py — the aot_embed test: `ctx build` a model, build embed.c against
+the generated header (once with the shared library, once with the static
+archive), run it, and compare its printed outputs with `ctx run` (the JIT,
+float32: equal to rounding) and `ctx run --interp` (float64: 1e-4 relative,
+1e-5 absolute), with the seeded default weights and with a weights file.
+Also checks ctx build's command-line errors.
+
+  run_test.py --ctx CTX --cc CC [--cflags FLAGS] --src SOURCE_DIR --tmp DIR
+"""
+import argparse
+import os
+import re
+import shlex
+import shutil
+import struct
+import subprocess
+import sys
+import ast
+import json
+import random
+
+H = 16
+
+
+def run(cmd, env=None, expect=0):
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if p.returncode != expect:
+        sys.exit(f"FAIL: {' '.join(cmd)}: exit {p.returncode}, wanted {expect}\n"
+                 f"{p.stdout}{p.stderr}")
+    return p
+
+
+def parse_rows(text):
+    rows = []
+    for line in text.splitlines():
+        idx, _, vals = line.partition(":")
+        assert int(idx) == len(rows), line
+        rows.append([float(v) for v in vals.split()])
+    return rows
+
+
+def read_npy(path):
+    """The rows of a 2-D '<f4' or '<f8' .npy file (version 1.0, C order)."""
+    data = open(path, "rb").read()
+    assert data[:6] == b"\x93NUMPY", path
+    hlen = struct.unpack("<H", data[8:10])[0]
+    head = ast.literal_eval(data[10:10 + hlen].decode())
+    assert not head["fortran_order"] and head["descr"] in ("<f4", "<f8"), head
+    rows, cols = head["shape"]
+    code = "f" if head["descr"] == "<f4" else "d"
+    vals = struct.unpack("<%d%s" % (rows * cols, code), data[10 + hlen:])
+    return [list(vals[r * cols:(r + 1) * cols]) for r in range(rows)]
+
+
+def assert_close(got, want, rtol, atol, what):
+    assert len(got) == len(want) and len(got) > 1, (what, len(got), len(want))
+    for r, (g, w) in enumerate(zip(got, want)):
+        assert len(g) == len(w) == H, (what, r, len(g), len(w))
+        for c, (x, y) in enumerate(zip(g, w)):
+            if abs(x - y) > atol + rtol * abs(y):
+                sys.exit(f"FAIL: {what}: row {r} value {c}: {x!r} vs {y!r}")
+    assert max(abs(x) for g in got for x in g) > 1e-3, what  # real numbers, not zeros
+
+
+def write_weights(header, path, seed):
+    """Random F32 tensors shaped as the header lists them, as safetensors."""
+    params = re.findall(r"^ \*   (\w+) \[([\d, ]*)\]$", open(header).read(), re.M)
+    assert params, "no parameters listed in the header"
+    rng = random.Random(seed)
+    meta, blobs, off = {}, [], 0
+    for name, dims in params:
+        shape = [int(d) for d in dims.split(",")] if dims else []
+        n = 1
+        for d in shape:
+            n *= d
+        b = struct.pack("<%df" % n, *(rng.random() * 0.4 - 0.2 for _ in range(n)))
+        meta[name] = {"dtype": "F32", "shape": shape, "data_offsets": [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    head = json.dumps(meta).encode()
+    head += b" " * (-len(head) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(head)) + head + b"".join(blobs))
+
+
+def check_errors(a, model, out):
+    ctx = a.ctx
+    run([ctx, "build", model], expect=2)
+    run([ctx, "build", model, "-o", os.path.join(a.src, "README.md")], expect=2)
+    run([ctx, "build", model, "-o", os.path.join(out, "no", "such", "dir")], expect=2)
+    env = dict(os.environ, CC="/nonexistent/cc")
+    p = run([ctx, "build", model, "-D", f"H={H}", "-o", out + "_nocc"], env=env, expect=70)
+    assert "cannot run" in p.stderr and "CC" in p.stderr, p.stderr
+    run([ctx, "build", "--help"])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    for k in ("ctx", "cc", "src", "tmp"):
+        ap.add_argument("--" + k, required=True)
+    ap.add_argument("--cflags", default="")
+    a = ap.parse_args()
+    shutil.rmtree(a.tmp, ignore_errors=True)
+    os.makedirs(a.tmp)
+    model = os.path.join(a.src, "examples", "treelstm.ctx")
+    trees = os.path.join(a.src, "examples", "data", "sst_sample.ptb")
+    out = os.path.join(a.tmp, "out")
+    env = dict(os.environ, CC=a.cc)
+    run([a.ctx, "build", model, "-D", f"H={H}", "-o", out], env=env)
+    cc, flags = shlex.split(a.cc), shlex.split(a.cflags)
+    embed = os.path.join(a.src, "examples", "embed", "embed.c")
+    exe_so, exe_a = os.path.join(a.tmp, "embed_so"), os.path.join(a.tmp, "embed_a")
+    run(cc + flags + ["-std=c11", "-Wall", "-Wextra", "-Werror", "-I", out, embed, "-L", out,
+                      "-ltreelstm", "-Wl,-rpath," + out, "-o", exe_so])
+    run(cc + flags + ["-std=c11", "-I", out, embed, os.path.join(out, "libtreelstm.a"),
+                      "-ljansson", "-lm", "-o", exe_a])
+    check_errors(a, model, os.path.join(a.tmp, "bad"))
+    weights = os.path.join(a.tmp, "w.safetensors")
+    write_weights(os.path.join(out, "treelstm.h"), weights, 7)
+    for wargs in ([], ["--weights", weights]):
+        ref = {}
+        for engine in ("jit", "interp"):
+            npy = os.path.join(a.tmp, engine + ".npy")
+            run([a.ctx, "run", model, "-D", f"H={H}", "--input", trees, "--output", npy] +
+                (["--interp"] if engine == "interp" else []) + wargs)
+            ref[engine] = read_npy(npy)
+        for exe in (exe_so, exe_a):
+            got = parse_rows(run([exe] + wargs + [trees]).stdout)
+            what = f"{os.path.basename(exe)} {' '.join(wargs) or 'default weights'}"
+            assert_close(got, ref["jit"], 1e-6, 1e-7, what + " vs ctx run")
+            assert_close(got, ref["interp"], 1e-4, 1e-5, what + " vs ctx run --interp")
+    bad = os.path.join(a.tmp, "bad.ptb")
+    open(bad, "w").write("(1 (2 x))\n")
+    p = run([exe_so, bad], expect=1)
+    assert "not an integer id" in p.stderr, p.stderr
+    print(f"aot_embed: ok ({len(got)} trees, H={H}, .so and .a, default and file weights)")
+
+
+if __name__ == "__main__":
+    main()

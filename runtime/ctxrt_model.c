@@ -1,0 +1,215 @@
+/* ctxrt_model.c — running a compiled kernel over linearized forests (ctxrt.h,
+ * "Compiled models"): the one implementation behind ctx run's JIT path and the
+ * libraries ctx build writes.
+ *
+ * A model owns the per-batch buffers (RESULT / SCRATCH rows, the DEP copy, the
+ * linearizer, the output rows) and grows them only when a batch needs more.
+ * The forest must have been validated against desc->spec: the kernel checks
+ * nothing (word ids index parameters directly).
+ */
+#include "ctxrt_int.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct CtxrtModel {
+  const CtxrtModelDesc *d;
+  CtxrtWeights *owned;  /* ctxrt_model_load's weights, or NULL */
+  void **bufs;          /* [num_bufs]: what the kernel gets */
+  float **rows;         /* [num_bufs]: RESULT and SCRATCH rows */
+  size_t *rows_cap;     /* [num_bufs]: their capacities in floats */
+  int32_t *dep;         /* the DEP buffer: lin->dep with -1 -> num_nodes */
+  size_t dep_cap;
+  CtxrtLinear *lin;
+  float *out;           /* the model's own output rows */
+  size_t out_cap;
+  int64_t out_rows;
+  int32_t none[1];      /* the data of buffers with zero-sized rows: never read */
+};
+
+/* Points the PARAM buffers of [m] at the tensors of [w]. */
+static CtxrtStatus bind_params(CtxrtModel *m, const CtxrtWeights *w, CtxrtError *err) {
+  const CtxrtModelDesc *d = m->d;
+  for (int32_t b = 0; b < d->num_bufs; b++) {
+    if (d->bufs[b].kind != CTXRT_BUF_PARAM) continue;
+    int32_t pi = d->bufs[b].param;
+    if (pi < 0 || pi >= d->num_params)
+      return ctxrt__err(err, CTXRT_ERR_ARG, NULL, 0, "model '%s': bad parameter index %d",
+                        d->name, (int)pi);
+    const CtxrtTensor *t = ctxrt_weights_find(w, d->params[pi].name);
+    if (!t || t->numel != d->bufs[b].size)
+      return ctxrt__err(err, CTXRT_ERR_INVALID, NULL, 0,
+                        "model '%s': %s parameter '%s' in the weights", d->name,
+                        t ? "mis-sized" : "no", d->params[pi].name);
+    m->bufs[b] = t->data;
+  }
+  return CTXRT_OK;
+}
+
+CtxrtStatus ctxrt_model_create(const CtxrtModelDesc *desc, const CtxrtWeights *weights,
+                               CtxrtModel **out, CtxrtError *err) {
+  *out = NULL;
+  CtxrtModel *m = calloc(1, sizeof *m);
+  size_t n = (size_t)(desc->num_bufs > 0 ? desc->num_bufs : 0) + 1;
+  if (m) {
+    m->d = desc;
+    m->bufs = calloc(n, sizeof *m->bufs);
+    m->rows = calloc(n, sizeof *m->rows);
+    m->rows_cap = calloc(n, sizeof *m->rows_cap);
+  }
+  if (!m || !m->bufs || !m->rows || !m->rows_cap) {
+    ctxrt_model_destroy(m);
+    return ctxrt__nomem(err, NULL);
+  }
+  CtxrtStatus st = bind_params(m, weights, err);
+  if (st) {
+    ctxrt_model_destroy(m);
+    return st;
+  }
+  *out = m;
+  return CTXRT_OK;
+}
+
+CtxrtStatus ctxrt_model_load(const CtxrtModelDesc *desc, const char *weights_path,
+                             uint64_t seed, CtxrtModel **out, CtxrtError *err) {
+  *out = NULL;
+  CtxrtWeights *w = NULL;
+  CtxrtStatus st;
+  if (weights_path) {
+    st = ctxrt_st_read_file(weights_path, &w, err);
+    if (!st) st = ctxrt_weights_check(w, weights_path, desc->params, desc->num_params, err);
+  } else {
+    st = ctxrt_weights_create(desc->params, desc->num_params, &w, err);
+    if (!st) ctxrt_weights_init(w, seed);
+  }
+  if (!st) st = ctxrt_model_create(desc, w, out, err);
+  if (st) {
+    ctxrt_weights_destroy(w);
+    return st;
+  }
+  (*out)->owned = w;
+  return CTXRT_OK;
+}
+
+void ctxrt_model_destroy(CtxrtModel *m) {
+  if (!m) return;
+  if (m->rows)
+    for (int32_t b = 0; b < m->d->num_bufs; b++) free(m->rows[b]);
+  free(m->rows);
+  free(m->rows_cap);
+  free(m->bufs);
+  free(m->dep);
+  free(m->out);
+  ctxrt_linear_destroy(m->lin);
+  ctxrt_weights_destroy(m->owned);
+  free(m);
+}
+
+/* A RESULT or SCRATCH buffer of num_nodes + 1 rows; the last row zero. NULL
+ * when out of memory. */
+static float *node_rows(CtxrtModel *m, int32_t b, int64_t num_nodes) {
+  size_t size = (size_t)m->d->bufs[b].size;
+  size_t need = ((size_t)num_nodes + 1) * size + 1;
+  if (need > m->rows_cap[b]) {
+    free(m->rows[b]);
+    m->rows_cap[b] = 0;
+    m->rows[b] = calloc(need, sizeof(float));
+    if (!m->rows[b]) return NULL;
+    m->rows_cap[b] = need;
+  }
+  memset(m->rows[b] + (size_t)num_nodes * size, 0, size * sizeof(float));
+  return m->rows[b];
+}
+
+/* lin->dep with the absent slots (-1) pointing at the zero row num_nodes. */
+static int32_t *dep_rows(CtxrtModel *m, const CtxrtLinear *lin) {
+  size_t n = (size_t)lin->num_nodes * (size_t)lin->max_deps + 1;
+  if (n > m->dep_cap) {
+    free(m->dep);
+    m->dep_cap = 0;
+    m->dep = malloc(n * sizeof *m->dep);
+    if (!m->dep) return NULL;
+    m->dep_cap = n;
+  }
+  for (size_t i = 0; i + 1 < n; i++) m->dep[i] = lin->dep[i] < 0 ? lin->num_nodes : lin->dep[i];
+  return m->dep;
+}
+
+/* Points every non-parameter buffer at this batch's data; false when out of
+ * memory. */
+static bool bind_buffers(CtxrtModel *m, const CtxrtLinear *lin) {
+  for (int32_t b = 0; b < m->d->num_bufs; b++) {
+    void *data = NULL;
+    switch ((CtxrtBufKind)m->d->bufs[b].kind) {
+    case CTXRT_BUF_PARAM: continue;
+    case CTXRT_BUF_VALUES: data = lin->val; break;
+    case CTXRT_BUF_IVALUES: data = lin->ival; break;
+    case CTXRT_BUF_DEP:
+      if (!(data = dep_rows(m, lin))) return false;
+      break;
+    case CTXRT_BUF_NUM_DEPS: data = lin->num_deps; break;
+    case CTXRT_BUF_LEVELS: data = lin->level_start; break;
+    case CTXRT_BUF_RESULT:
+    case CTXRT_BUF_SCRATCH:
+      if (!(data = node_rows(m, b, lin->num_nodes))) return false;
+      break;
+    }
+    m->bufs[b] = data ? data : m->none;
+  }
+  return true;
+}
+
+/* The model's own output buffer, large enough for [rows] rows. */
+static float *own_rows(CtxrtModel *m, int64_t rows) {
+  size_t need = (size_t)rows * (size_t)m->d->out_size + 1;
+  if (need > m->out_cap) {
+    free(m->out);
+    m->out_cap = 0;
+    m->out = malloc(need * sizeof(float));
+    if (!m->out) return NULL;
+    m->out_cap = need;
+  }
+  return m->out;
+}
+
+CtxrtStatus ctxrt_model_run(CtxrtModel *m, const CtxrtForest *forest, int all_nodes,
+                            float *out, CtxrtError *err) {
+  const CtxrtModelDesc *d = m->d;
+  int32_t v = d->spec.num_values, deps = d->max_deps;
+  m->out_rows = 0;
+  CtxrtStatus st = m->lin ? ctxrt_linear_fill(m->lin, forest, v, deps, err)
+                          : ctxrt_linear_create(forest, v, deps, &m->lin, err);
+  if (st) return st;
+  const CtxrtLinear *lin = m->lin;
+  int64_t rows = all_nodes ? lin->num_nodes : lin->num_outputs;
+  float *dst = out ? out : own_rows(m, rows);
+  if (!dst || !bind_buffers(m, lin)) return ctxrt__nomem(err, NULL);
+  d->kernel(m->bufs, lin->num_nodes, lin->num_levels);
+  const float *res = m->rows[d->out_buf];
+  size_t stride = (size_t)d->bufs[d->out_buf].size, size = (size_t)d->out_size;
+  for (int64_t r = 0; r < rows; r++) {
+    size_t node = (size_t)(all_nodes ? lin->to_new[r] : lin->outputs[r]);
+    memcpy(dst + (size_t)r * size, res + node * stride + (size_t)d->out_off,
+           size * sizeof(float));
+  }
+  if (!out) m->out_rows = rows;
+  return CTXRT_OK;
+}
+
+CtxrtStatus ctxrt_model_run_text(CtxrtModel *m, const char *name, const char *data,
+                                 size_t len, int nodes, CtxrtError *err) {
+  CtxrtForest *f = NULL;
+  m->out_rows = 0;
+  CtxrtStatus st = nodes ? ctxrt_read_nodes_buffer(name, data, len, &f, err)
+                         : ctxrt_read_ptb_buffer(name, data, len, NULL, &f, err);
+  if (!st) st = ctxrt_forest_validate(f, &m->d->spec, err);
+  if (!st) st = ctxrt_model_run(m, f, 0, NULL, err);
+  ctxrt_forest_destroy(f);
+  return st;
+}
+
+const float *ctxrt_model_outputs(const CtxrtModel *m, int64_t *rows) {
+  *rows = m->out_rows;
+  return m->out_rows ? m->out : NULL;
+}

@@ -1,0 +1,137 @@
+/* test_ctxrt_model.c — compiled models (ctxrt_model_*) with a hand-written
+ * kernel: res[n] = scale * value[n] + the sum of res over n's children, level
+ * by level, absent children reading the zero row num_nodes. Hand-worked
+ * outputs for roots and all nodes, batch after batch with buffer reuse,
+ * seeded and file weights, and every error.
+ */
+#include "ctxrt_testutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { B_LEVELS, B_NUM_DEPS, B_DEP, B_VALUES, B_SCALE, B_RES, NBUFS };
+#define K 2
+
+static void sum_kernel(void *const *bufs, int64_t num_nodes, int64_t num_levels) {
+  const int32_t *lv = bufs[B_LEVELS], *nd = bufs[B_NUM_DEPS], *dep = bufs[B_DEP];
+  const float *val = bufs[B_VALUES], *scale = bufs[B_SCALE];
+  float *res = bufs[B_RES];
+  ck_assert_float_eq(res[num_nodes], 0.0f);
+  for (int64_t l = 0; l < num_levels; l++)
+    for (int64_t n = lv[l]; n < lv[l + 1]; n++) {
+      float r = scale[0] * val[n];
+      for (int k = 0; k < K; k++) r += res[dep[n * K + k]];
+      ck_assert_int_le(nd[n], K);
+      res[n] = r;
+    }
+}
+
+static const CtxrtModelBuf bufs[NBUFS] = {
+    {CTXRT_BUF_LEVELS, 0, -1}, {CTXRT_BUF_NUM_DEPS, 0, -1}, {CTXRT_BUF_DEP, 0, -1},
+    {CTXRT_BUF_VALUES, 1, -1}, {CTXRT_BUF_PARAM, 1, 0},     {CTXRT_BUF_RESULT, 1, -1}};
+static const CtxrtParam params[] = {{"scale", 0, {0}}};
+static const int64_t bound[] = {100};
+
+static const CtxrtModelDesc desc = {
+    "sum", sum_kernel, NBUFS, bufs, 1, params,
+    {CTXRT_TREE, K, 0, 1, CTXRT_VALUES_LEAVES, bound}, K, B_RES, 0, 1};
+
+static CtxrtWeights *scale_weights(float scale) {
+  CtxrtWeights *w;
+  CtxrtError err;
+  ck_assert_int_eq(ctxrt_weights_create(params, 1, &w, &err), CTXRT_OK);
+  w->tensors[0].data[0] = scale;
+  return w;
+}
+
+START_TEST(test_roots_and_all_nodes) {
+  CtxrtWeights *w = scale_weights(2);
+  CtxrtModel *m;
+  CtxrtError err;
+  ck_assert_int_eq(ctxrt_model_create(&desc, w, &m, &err), CTXRT_OK);
+  CtxrtForest *f = tu_ptb("(0 (1 3) (1 4))\n(0 5)\n");
+  float out[8] = {0};
+  ck_assert_int_eq(ctxrt_model_run(m, f, 0, out, &err), CTXRT_OK);
+  ck_assert_float_eq(out[0], 14.0f);
+  ck_assert_float_eq(out[1], 10.0f);
+  ck_assert_int_eq(ctxrt_model_run(m, f, 1, out, &err), CTXRT_OK);
+  const float all[] = {14, 6, 8, 10};
+  for (int i = 0; i < 4; i++) ck_assert_float_eq(out[i], all[i]);
+  int64_t rows = -1;
+  ck_assert_ptr_null(ctxrt_model_outputs(m, &rows));
+  ck_assert_int_eq(rows, 0);
+  ctxrt_forest_destroy(f);
+  /* a larger batch, then a smaller one: buffers grow, then are reused */
+  const char *texts[] = {"(0 (0 (1 1) (1 2)) (0 (1 3) (1 4)))\n", "(0 9)\n"};
+  const float want[] = {20, 18};
+  for (int t = 0; t < 2; t++) {
+    ck_assert_int_eq(ctxrt_model_run_text(m, "x", texts[t], strlen(texts[t]), 0, &err),
+                     CTXRT_OK);
+    const float *o = ctxrt_model_outputs(m, &rows);
+    ck_assert_int_eq(rows, 1);
+    ck_assert_float_eq(o[0], want[t]);
+  }
+  ctxrt_model_destroy(m);
+  ctxrt_model_destroy(NULL);
+  ctxrt_weights_destroy(w);
+}
+END_TEST
+
+START_TEST(test_load) {
+  CtxrtModel *m;
+  CtxrtError err;
+  ck_assert_int_eq(ctxrt_model_load(&desc, NULL, 0, &m, &err), CTXRT_OK);
+  ck_assert_int_eq(ctxrt_model_run_text(m, "x", "(0 7)", 5, 0, &err), CTXRT_OK);
+  int64_t rows;
+  float seeded = ctxrt_model_outputs(m, &rows)[0];
+  ck_assert(seeded != 0.0f && seeded > -0.71f && seeded < 0.71f);
+  ctxrt_model_destroy(m);
+  CtxrtWeights *w = scale_weights(3);
+  ck_assert_int_eq(ctxrt_st_write_file(tu_path("w.safetensors"), w, &err), CTXRT_OK);
+  ctxrt_weights_destroy(w);
+  ck_assert_int_eq(ctxrt_model_load(&desc, tu_path("w.safetensors"), 0, &m, &err), CTXRT_OK);
+  ck_assert_int_eq(ctxrt_model_run_text(m, "x", "(0 7)", 5, 0, &err), CTXRT_OK);
+  ck_assert_float_eq(ctxrt_model_outputs(m, &rows)[0], 21.0f);
+  ctxrt_model_destroy(m);
+}
+END_TEST
+
+START_TEST(test_errors) {
+  CtxrtModel *m = (CtxrtModel *)1;
+  CtxrtError err;
+  CtxrtParam other[] = {{"other", 0, {0}}};
+  CtxrtWeights *w;
+  ck_assert_int_eq(ctxrt_weights_create(other, 1, &w, &err), CTXRT_OK);
+  ck_assert_int_eq(ctxrt_model_create(&desc, w, &m, &err), CTXRT_ERR_INVALID);
+  ck_assert_ptr_null(m);
+  ck_assert_str_eq(err.msg, "error: model 'sum': no parameter 'scale' in the weights");
+  ctxrt_weights_destroy(w);
+  ck_assert_int_eq(ctxrt_model_load(&desc, tu_path("none.safetensors"), 0, &m, &err),
+                   CTXRT_ERR_IO);
+  ck_assert_ptr_null(m);
+  ck_assert_int_eq(ctxrt_model_load(&desc, NULL, 0, &m, &err), CTXRT_OK);
+  ck_assert_int_eq(ctxrt_model_run_text(m, "x", "(0 (1 2)", 8, 0, &err), CTXRT_ERR_SYNTAX);
+  ck_assert_int_eq(ctxrt_model_run_text(m, "x", "(0 100)", 7, 0, &err), CTXRT_ERR_INVALID);
+  ck_assert_int_eq(ctxrt_model_run_text(m, "x", "(0 (1 1) (1 2) (1 3))", 21, 0, &err),
+                   CTXRT_ERR_INVALID);
+  int64_t rows = -1;
+  ck_assert_ptr_null(ctxrt_model_outputs(m, &rows));
+  ck_assert_int_eq(rows, 0);
+  ctxrt_model_destroy(m);
+}
+END_TEST
+
+static Suite *model_suite(void) {
+  Suite *s = suite_create("model");
+  TCase *tc = tcase_create("model");
+  tcase_set_timeout(tc, TU_TIMEOUT);
+  tcase_add_test(tc, test_roots_and_all_nodes);
+  tcase_add_test(tc, test_load);
+  tcase_add_test(tc, test_errors);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  return tu_run(model_suite());
+}
