@@ -190,66 +190,48 @@ void cg_jit_free(CgJit *jit) {
   free(jit);
 }
 
-/* ---- text --------------------------------------------------------------------- */
+/* ---- text and object files ---------------------------------------------------- */
 
-bool cg_emit_llvm(CtxBuf *out, const IlirKernel *k, CtxDiag *diag) {
-  LLVMTargetMachineRef tm = cg_host_machine(diag, false);
+typedef enum { EMIT_LLVM, EMIT_ASM, EMIT_OBJECT } EmitKind;
+
+/* Builds and optimizes [k]'s module for the host (PIC for objects) and
+ * writes it as [kind]: into [out], or to the file [path]. */
+static bool emit(const IlirKernel *k, EmitKind kind, CtxBuf *out, const char *path,
+                 CtxDiag *diag) {
+  LLVMTargetMachineRef tm = cg_host_machine(diag, kind == EMIT_OBJECT);
   if (!tm) return false;
   LLVMContextRef ctx = LLVMContextCreate();
   LLVMModuleRef mod = build_module(ctx, k, tm, diag);
-  if (mod) {
-    char *text = LLVMPrintModuleToString(mod);
-    ctx_buf_puts(out, text);
-    LLVMDisposeMessage(text);
-    LLVMDisposeModule(mod);
+  bool ok = mod != NULL;
+  char *msg = NULL;
+  if (mod && kind == EMIT_LLVM) {
+    msg = LLVMPrintModuleToString(mod);
+    ctx_buf_puts(out, msg);
+  } else if (mod && kind == EMIT_ASM) {
+    LLVMMemoryBufferRef mem = NULL;
+    ok = !LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &msg, &mem);
+    if (ok) ctx_buf_write(out, LLVMGetBufferStart(mem), LLVMGetBufferSize(mem));
+    else CTX_ICE(diag, "codegen: emitting assembly: %s", msg ? msg : "");
+    if (mem) LLVMDisposeMemoryBuffer(mem);
+  } else if (mod) {
+    ok = !LLVMTargetMachineEmitToFile(tm, mod, path, LLVMObjectFile, &msg);
+    if (!ok) CTX_ICE(diag, "codegen: writing the object file '%s': %s", path, msg ? msg : "");
   }
+  LLVMDisposeMessage(msg);
+  if (mod) LLVMDisposeModule(mod);
   LLVMContextDispose(ctx);
   LLVMDisposeTargetMachine(tm);
-  return mod != NULL;
+  return ok;
+}
+
+bool cg_emit_llvm(CtxBuf *out, const IlirKernel *k, CtxDiag *diag) {
+  return emit(k, EMIT_LLVM, out, NULL, diag);
 }
 
 bool cg_emit_asm(CtxBuf *out, const IlirKernel *k, CtxDiag *diag) {
-  LLVMTargetMachineRef tm = cg_host_machine(diag, false);
-  if (!tm) return false;
-  LLVMContextRef ctx = LLVMContextCreate();
-  LLVMModuleRef mod = build_module(ctx, k, tm, diag);
-  bool ok = mod != NULL;
-  if (mod) {
-    char *msg = NULL;
-    LLVMMemoryBufferRef mem = NULL;
-    if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &msg, &mem)) {
-      CTX_ICE(diag, "codegen: emitting assembly: %s", msg);
-      ok = false;
-    } else {
-      ctx_buf_write(out, LLVMGetBufferStart(mem), LLVMGetBufferSize(mem));
-      LLVMDisposeMemoryBuffer(mem);
-    }
-    LLVMDisposeMessage(msg);
-    LLVMDisposeModule(mod);
-  }
-  LLVMContextDispose(ctx);
-  LLVMDisposeTargetMachine(tm);
-  return ok;
+  return emit(k, EMIT_ASM, out, NULL, diag);
 }
 
-/* ---- object files ------------------------------------------------------------ */
-
 bool cg_emit_object(const IlirKernel *k, const char *path, CtxDiag *diag) {
-  LLVMTargetMachineRef tm = cg_host_machine(diag, true);
-  if (!tm) return false;
-  LLVMContextRef ctx = LLVMContextCreate();
-  LLVMModuleRef mod = build_module(ctx, k, tm, diag);
-  bool ok = mod != NULL;
-  if (mod) {
-    char *msg = NULL;
-    if (LLVMTargetMachineEmitToFile(tm, mod, path, LLVMObjectFile, &msg)) {
-      CTX_ICE(diag, "codegen: writing the object file '%s': %s", path, msg ? msg : "");
-      ok = false;
-    }
-    LLVMDisposeMessage(msg);
-    LLVMDisposeModule(mod);
-  }
-  LLVMContextDispose(ctx);
-  LLVMDisposeTargetMachine(tm);
-  return ok;
+  return emit(k, EMIT_OBJECT, NULL, path, diag);
 }

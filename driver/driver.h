@@ -99,6 +99,10 @@ int ctx_run(CtxSession *s);
 int ctx_build_option(int argc, char **argv, int *i, CtxOptions *o);
 int ctx_build(CtxSession *s);
 
+/* Prints `ctx: error: [fmt]` (with [arg]) and the usage line of [verb]
+ * ([usage]; NULL: the general one) to stderr; returns CTX_EXIT_USAGE. */
+int ctx_usage_error(const char *verb, const char *usage, const char *fmt, const char *arg);
+
 /* The exit code the session's diagnostics call for. */
 int ctx_session_exit_code(const CtxSession *s);
 

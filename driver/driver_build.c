@@ -52,10 +52,7 @@ typedef struct {
 /* ---- command line ------------------------------------------------------- */
 
 static int build_usage(const char *fmt, const char *arg) {
-  fputs("ctx: error: ", stderr);
-  fprintf(stderr, fmt, arg);
-  fputs("\nusage: " CTX_BUILD_USAGE "\n(see 'ctx build --help')\n", stderr);
-  return CTX_EXIT_USAGE;
+  return ctx_usage_error("build", CTX_BUILD_USAGE, fmt, arg);
 }
 
 int ctx_build_option(int argc, char **argv, int *i, CtxOptions *o) {

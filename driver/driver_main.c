@@ -131,14 +131,7 @@ static void print_verb_help(FILE *f, const Verb *v) {
 }
 
 static int usage_error(const Verb *v, const char *fmt, const char *arg) {
-  fputs("ctx: error: ", stderr);
-  fprintf(stderr, fmt, arg);
-  fputc('\n', stderr);
-  if (v)
-    fprintf(stderr, "usage: %s\n(see 'ctx %s --help')\n", v->usage, v->name);
-  else
-    fputs("usage: ctx <verb> [options] FILE...\n(see 'ctx --help')\n", stderr);
-  return CTX_EXIT_USAGE;
+  return ctx_usage_error(v ? v->name : NULL, v ? v->usage : NULL, fmt, arg);
 }
 
 /* The value of option [name] at argv[*i]: `--name=V` or `--name V`. NULL if

@@ -68,10 +68,7 @@ typedef struct {
 /* ---- command line ------------------------------------------------------- */
 
 static int run_usage(const char *fmt, const char *arg) {
-  fputs("ctx: error: ", stderr);
-  fprintf(stderr, fmt, arg);
-  fputs("\nusage: " CTX_RUN_USAGE "\n(see 'ctx run --help')\n", stderr);
-  return CTX_EXIT_USAGE;
+  return ctx_usage_error("run", CTX_RUN_USAGE, fmt, arg);
 }
 
 /* The value of option [name] at argv[*i]: `NAME=V` or `NAME V`. NULL when

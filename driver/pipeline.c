@@ -29,6 +29,17 @@ void ctx_session_free(CtxSession *s) {
   ctx_sources_free(&s->srcs);
 }
 
+int ctx_usage_error(const char *verb, const char *usage, const char *fmt, const char *arg) {
+  fputs("ctx: error: ", stderr);
+  fprintf(stderr, fmt, arg);
+  fputc('\n', stderr);
+  if (verb)
+    fprintf(stderr, "usage: %s\n(see 'ctx %s --help')\n", usage, verb);
+  else
+    fputs("usage: ctx <verb> [options] FILE...\n(see 'ctx --help')\n", stderr);
+  return CTX_EXIT_USAGE;
+}
+
 int ctx_session_exit_code(const CtxSession *s) {
   if (s->diag.ice) return CTX_EXIT_ICE;
   return s->diag.errors ? CTX_EXIT_INPUT : CTX_EXIT_OK;
