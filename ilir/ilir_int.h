@@ -21,6 +21,10 @@ IlirVar *ilir_new_var(CtxArena *a, IlirKernel *k, const char *name);
 IlirStmt *ilir_loop(CtxArena *a, IlirVar *v, IlirExpr *lo, IlirExpr *hi, IlirLoopKind kind,
                     IlirBlock body);
 IlirStmt *ilir_store(CtxArena *a, int buf, IlirExpr *index, IlirExpr *value);
+/* The default loop transformations (ilir_interchange.c): reductions whose
+ * reads run down columns accumulate with the reduction loop outside. */
+void ilir_interchange(CtxArena *arena, IlirKernel *k);
+
 /* The element type buffers of [kind] hold. */
 IlirType ilir_buf_type(IlirBufKind kind);
 
