@@ -12,6 +12,10 @@
  * never evaluated unconditionally; simplifycfg turns safe ones into selects.
  * Comparisons and logic produce i64 0/1 as ILIR says.
  *
+ * Threads (codegen.h): every thread of a team runs the whole function; a
+ * NODES loop runs only the thread's contiguous share of its range, and the
+ * body of a LEVELS loop ends with barrier(barrier_ctx) when nthreads > 1.
+ *
  * Assumes a kernel that ilir_verify accepts; a construct it does not know is
  * an internal compiler error and the module is then not used.
  */
@@ -27,10 +31,11 @@ typedef struct {
   LLVMModuleRef mod;
   LLVMBuilderRef b;
   LLVMValueRef fn; /* the body function */
-  LLVMTypeRef i1, i32, i64, f32, ptr;
+  LLVMTypeRef i1, i32, i64, f32, ptr, barrier_ty;
   LLVMValueRef *bufs; /* [k->nbufs]: the body's buffer parameters */
   LLVMValueRef *vars; /* [k->nvars]: the value of each variable in scope */
   LLVMValueRef args[2]; /* num_nodes, num_levels */
+  LLVMValueRef tid, nthreads, barrier, barrier_ctx; /* the team (codegen.h) */
   const IlirKernel *k;
   CtxDiag *diag;
   bool failed;
@@ -311,11 +316,41 @@ static void emit_store(CgEmit *E, const IlirStmt *s) {
   LLVMBuildStore(E->b, v, at);
 }
 
+/* This thread's share of [*lo, *hi): chunk = ceil((hi - lo) / nthreads),
+ * [lo + tid * chunk, min(hi, that + chunk)); an empty range past hi. */
+static void thread_share(CgEmit *E, LLVMValueRef *lo, LLVMValueRef *hi) {
+  LLVMValueRef n = LLVMBuildSub(E->b, *hi, *lo, "");
+  LLVMValueRef last = LLVMBuildSub(E->b, E->nthreads, const_i64(E, 1), "");
+  LLVMValueRef chunk = LLVMBuildSDiv(E->b, LLVMBuildAdd(E->b, n, last, ""), E->nthreads, "chunk");
+  LLVMValueRef start = LLVMBuildAdd(E->b, *lo, LLVMBuildMul(E->b, E->tid, chunk, ""), "start");
+  LLVMValueRef end = LLVMBuildAdd(E->b, start, chunk, "");
+  LLVMValueRef over = LLVMBuildICmp(E->b, LLVMIntSGT, end, *hi, "");
+  *lo = start;
+  *hi = LLVMBuildSelect(E->b, over, *hi, end, "end");
+}
+
+/* barrier(barrier_ctx) when nthreads > 1, between acq_rel fences: the other
+ * threads' stores of this level are visible after it, and no access to a
+ * (noalias) buffer moves across it. */
+static void emit_barrier(CgEmit *E) {
+  LLVMBasicBlockRef call = new_block(E, "barrier"), join = new_block(E, "barrier.done");
+  LLVMValueRef many = LLVMBuildICmp(E->b, LLVMIntSGT, E->nthreads, const_i64(E, 1), "");
+  LLVMBuildCondBr(E->b, many, call, join);
+  LLVMPositionBuilderAtEnd(E->b, call);
+  LLVMBuildFence(E->b, LLVMAtomicOrderingAcquireRelease, 0, "");
+  LLVMBuildCall2(E->b, E->barrier_ty, E->barrier, &E->barrier_ctx, 1, "");
+  LLVMBuildFence(E->b, LLVMAtomicOrderingAcquireRelease, 0, "");
+  LLVMBuildBr(E->b, join);
+  LLVMPositionBuilderAtEnd(E->b, join);
+}
+
 static void emit_loop(CgEmit *E, const IlirStmt *s) {
   LLVMValueRef lo = emit_expr(E, s->lo), hi = emit_expr(E, s->hi);
+  if (s->loop == ILIR_LOOP_NODES) thread_share(E, &lo, &hi);
   CgLoop L;
   loop_open(E, &L, lo, hi, var_name(s->var));
   if (bind_var(E, s->var, L.iv)) emit_block(E, &s->body);
+  if (s->loop == ILIR_LOOP_LEVELS && !E->failed) emit_barrier(E);
   loop_close(E, &L);
   if (!E->failed) E->vars[s->var->id] = NULL;
 }
@@ -353,13 +388,18 @@ static void add_attr(CgEmit *E, LLVMValueRef fn, unsigned index, const char *nam
   LLVMAddAttributeAtIndex(fn, index, LLVMCreateEnumAttribute(E->ctx, kind, 0));
 }
 
-/* The internal body: (ptr noalias b0, ..., i64 num_nodes, i64 num_levels). */
+enum { TEAM_ARGS = 6 }; /* num_nodes, num_levels, tid, nthreads, barrier, barrier_ctx */
+
+/* The internal body: (ptr noalias b0, ..., i64 num_nodes, i64 num_levels,
+ * i64 tid, i64 nthreads, ptr barrier, ptr barrier_ctx). */
 static LLVMValueRef body_function(CgEmit *E) {
   int n = E->k->nbufs;
-  LLVMTypeRef *params = ctx_xmalloc(((size_t)n + 2) * sizeof *params);
+  LLVMTypeRef *params = ctx_xmalloc(((size_t)n + TEAM_ARGS) * sizeof *params);
   for (int i = 0; i < n; i++) params[i] = E->ptr;
-  params[n] = params[n + 1] = E->i64;
-  LLVMTypeRef ft = LLVMFunctionType(LLVMVoidTypeInContext(E->ctx), params, (unsigned)n + 2, 0);
+  for (int i = 0; i < 4; i++) params[n + i] = E->i64;
+  params[n + 4] = params[n + 5] = E->ptr;
+  LLVMTypeRef ft = LLVMFunctionType(LLVMVoidTypeInContext(E->ctx), params,
+                                    (unsigned)n + TEAM_ARGS, 0);
   free(params);
   LLVMValueRef fn = LLVMAddFunction(E->mod, "ctx.kernel.body", ft);
   LLVMSetLinkage(fn, LLVMInternalLinkage);
@@ -376,20 +416,19 @@ static LLVMValueRef body_function(CgEmit *E) {
 /* The exported entry: loads bufs[i] and calls the body. */
 static void entry_function(CgEmit *E, LLVMValueRef body) {
   int n = E->k->nbufs;
-  LLVMTypeRef params[3] = {E->ptr, E->i64, E->i64};
-  LLVMTypeRef ft = LLVMFunctionType(LLVMVoidTypeInContext(E->ctx), params, 3, 0);
+  LLVMTypeRef params[1 + TEAM_ARGS] = {E->ptr, E->i64, E->i64, E->i64, E->i64, E->ptr, E->ptr};
+  LLVMTypeRef ft = LLVMFunctionType(LLVMVoidTypeInContext(E->ctx), params, 1 + TEAM_ARGS, 0);
   LLVMValueRef fn = LLVMAddFunction(E->mod, E->k->name, ft);
   add_attr(E, fn, LLVMAttributeFunctionIndex, "nounwind");
   LLVMPositionBuilderAtEnd(E->b, LLVMAppendBasicBlockInContext(E->ctx, fn, "entry"));
-  LLVMValueRef *args = ctx_xmalloc(((size_t)n + 2) * sizeof *args);
+  LLVMValueRef *args = ctx_xmalloc(((size_t)n + TEAM_ARGS) * sizeof *args);
   for (int i = 0; i < n; i++) {
     LLVMValueRef idx = const_i64(E, i);
     LLVMValueRef at = LLVMBuildInBoundsGEP2(E->b, E->ptr, LLVMGetParam(fn, 0), &idx, 1, "");
     args[i] = LLVMBuildLoad2(E->b, E->ptr, at, E->k->bufs[i].name);
   }
-  args[n] = LLVMGetParam(fn, 1);
-  args[n + 1] = LLVMGetParam(fn, 2);
-  LLVMBuildCall2(E->b, LLVMGlobalGetValueType(body), body, args, (unsigned)n + 2, "");
+  for (int i = 0; i < TEAM_ARGS; i++) args[n + i] = LLVMGetParam(fn, (unsigned)i + 1);
+  LLVMBuildCall2(E->b, LLVMGlobalGetValueType(body), body, args, (unsigned)n + TEAM_ARGS, "");
   LLVMBuildRetVoid(E->b);
   free(args);
 }
@@ -400,6 +439,7 @@ static void init_types(CgEmit *E) {
   E->i64 = LLVMInt64TypeInContext(E->ctx);
   E->f32 = LLVMFloatTypeInContext(E->ctx);
   E->ptr = LLVMPointerTypeInContext(E->ctx, 0);
+  E->barrier_ty = LLVMFunctionType(LLVMVoidTypeInContext(E->ctx), &E->ptr, 1, 0);
 }
 
 bool cg_emit_module(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel *k,
@@ -419,6 +459,10 @@ bool cg_emit_module(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel *k,
   for (int i = 0; i < k->nbufs; i++) E.bufs[i] = LLVMGetParam(E.fn, (unsigned)i);
   E.args[0] = LLVMGetParam(E.fn, (unsigned)k->nbufs);
   E.args[1] = LLVMGetParam(E.fn, (unsigned)k->nbufs + 1);
+  E.tid = LLVMGetParam(E.fn, (unsigned)k->nbufs + 2);
+  E.nthreads = LLVMGetParam(E.fn, (unsigned)k->nbufs + 3);
+  E.barrier = LLVMGetParam(E.fn, (unsigned)k->nbufs + 4);
+  E.barrier_ctx = LLVMGetParam(E.fn, (unsigned)k->nbufs + 5);
   LLVMPositionBuilderAtEnd(E.b, new_block(&E, "entry"));
   emit_block(&E, &k->body);
   LLVMBuildRetVoid(E.b);

@@ -1,10 +1,22 @@
 /* codegen.h — the CPU backend: ILIR kernels to LLVM IR, optimized and
  * compiled in process (ORC LLJIT) or written as text.
  *
- * One ILIR kernel becomes one LLVM function of exactly the calling
- * convention of ilir.h:
+ * One ILIR kernel becomes one LLVM function of the calling convention:
  *
- *   void NAME(void *const *bufs, int64_t num_nodes, int64_t num_levels);
+ *   void NAME(void *const *bufs, int64_t num_nodes, int64_t num_levels,
+ *             int64_t tid, int64_t nthreads, void (*barrier)(void *),
+ *             void *barrier_ctx);
+ *
+ * (ilir.h's, plus a thread team). Every thread of a team of nthreads >= 1
+ * calls it with the same buffers and its own tid in [0, nthreads). A loop of
+ * kind ILIR_LOOP_NODES over [lo, hi) runs only this thread's contiguous share:
+ * chunk = ceil((hi - lo) / nthreads), [lo + tid * chunk, min(hi, lo + (tid + 1)
+ * * chunk)). The body of an ILIR_LOOP_LEVELS loop ends with one call of
+ * barrier(barrier_ctx), which must return only once every thread of the team
+ * has called it (and publish their stores); with nthreads == 1 it is never
+ * called (it may be NULL). Each node is computed by one thread with the same
+ * operations, so results do not depend on nthreads. A kernel with stores
+ * outside NODES loops must run with nthreads == 1.
  *
  * Loops become basic blocks with an i64 phi induction variable, reductions
  * inner loops with a float phi accumulator, elementwise functions LLVM
@@ -25,7 +37,9 @@
 #include "ilir/ilir.h"
 
 /* The compiled kernel (ilir.h's calling convention). */
-typedef void (*CgKernelFn)(void *const *bufs, int64_t num_nodes, int64_t num_levels);
+typedef void (*CgKernelFn)(void *const *bufs, int64_t num_nodes, int64_t num_levels,
+                           int64_t tid, int64_t nthreads, void (*barrier)(void *),
+                           void *barrier_ctx);
 
 typedef struct CgJit CgJit;
 

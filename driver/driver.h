@@ -29,7 +29,7 @@ typedef struct {
   bool time;           /* --time: print the latency per batch */
   uint64_t batch;      /* --batch B: structures per batch (0: all in one) */
   uint64_t repeat;     /* --repeat R: run every batch R times (0: once) */
-  uint64_t threads;    /* --threads N (only 1 is implemented) */
+  uint64_t threads;    /* --threads N (0: every core; ctxrt_model_set_threads) */
 } CtxRunOptions;
 
 /* The options of `ctx build` (driver_build.c; see `ctx build --help`). */

@@ -7,9 +7,9 @@
  *       OUTDIR/NAME_model.c (descriptor + the API as thin wrappers over
  *       ctxrt_model_*) and OUTDIR/NAME.h (the documented API)
  *   $CC (default cc) -c NAME_model.c; $CC -shared kernel.o model.o libctxrt.a
- *       -ljansson -lm --> OUTDIR/libNAME.so
+ *       -ljansson -lm -lpthread --> OUTDIR/libNAME.so
  *   ar -M (an MRI script: kernel.o, model.o, every member of libctxrt.a) -->
- *       OUTDIR/libNAME.a (link it with -ljansson -lm)
+ *       OUTDIR/libNAME.a (link it with -ljansson -lm -lpthread)
  *
  * NAME is the model's name; every generated symbol starts with NAME_. Exit
  * codes: 2 for a bad command line or an output directory that cannot be
@@ -186,10 +186,13 @@ static void header_comment(CtxBuf *h, const CtxBuild *b) {
   const char *n = b->name;
   ctx_buf_printf(h, "/* %s.h — the model '%s', compiled ahead of time by `ctx build`.\n"
                  " * Generated from %s; do not edit.\n *\n", n, n, b->s->opts.files[0]);
-  ctx_buf_printf(h, " * Link with lib%s.so, or with lib%s.a -ljansson -lm (both hold the\n"
-                 " * kernel, compiled for the CPU that built it, and libctxrt). The kernel\n"
-                 " * runs on the calling thread; use one model from one thread at a time.\n *\n",
-                 n, n);
+  ctx_buf_printf(h, " * Link with lib%s.so, or with lib%s.a -ljansson -lm -lpthread (both hold\n"
+                 " * the kernel, compiled for the CPU that built it, and libctxrt). A run\n"
+                 " * splits each level of nodes over a team of threads, the calling one\n"
+                 " * included: one per online core, or the environment variable\n"
+                 " * CTXRT_THREADS when set, or %s_set_threads. Results do not depend on\n"
+                 " * the count. Use one model from one thread at a time.\n *\n",
+                 n, n, n);
   ctx_buf_printf(h, " * Input: %ss, at most %ld dependencies a node (0: no limit), %ld value%s\n"
                  " * per node (%s). Bracketed trees carry one word id at each leaf.\n",
                  ctxrt_kind_name(b->desc.desc.spec.kind), p->max_arity, p->values_per_node,
@@ -247,6 +250,10 @@ static void header_api(CtxBuf *h, const CtxBuild *b) {
                  "/* Floats per output row. */\nint64_t %s_output_size(void);\n\n"
                  "/* Frees [m]; NULL is allowed. */\nvoid %s_destroy(%s_model *m);\n\n",
                  n, n, n, n, n, n, n, n);
+  ctx_buf_printf(h, "/* Runs [m] on [threads] threads from its next run on; 0: the default\n"
+                 " * (CTXRT_THREADS, else one per online core). %s_ERR_ARG when negative. */\n"
+                 "int %s_set_threads(%s_model *m, int threads, char *err, size_t errlen);\n\n",
+                 u, n, n);
   ctx_buf_printf(h, "#ifdef __cplusplus\n}\n#endif\n\n#endif /* %s_H */\n", u);
 }
 
@@ -276,7 +283,8 @@ static void model_tables(CtxBuf *c, const CtxBuild *b) {
 static void model_desc(CtxBuf *c, const CtxBuild *b) {
   const CtxrtModelDesc *d = &b->desc.desc;
   const char *n = b->name;
-  ctx_buf_printf(c, "void %s(void *const *bufs, int64_t num_nodes, int64_t num_levels);\n\n",
+  ctx_buf_printf(c, "void %s(void *const *bufs, int64_t num_nodes, int64_t num_levels,\n"
+                 "    int64_t tid, int64_t nthreads, void (*barrier)(void *), void *barrier_ctx);\n\n",
                  b->k->name);
   model_tables(c, b);
   ctx_buf_printf(c, "static const CtxrtModelDesc %s_desc = {\n  \"%s\", %s,\n", n, n, b->k->name);
@@ -324,6 +332,10 @@ static void model_api(CtxBuf *c, const CtxBuild *b) {
                  "  const float *out = m ? ctxrt_model_outputs((const CtxrtModel *)m, &rows) : NULL;\n"
                  "  return i >= 0 && i < rows ? out + i * %s_desc.out_size : NULL;\n}\n\n",
                  n, n, n);
+  ctx_buf_printf(c, "int %s_set_threads(%s_model *m, int threads, char *err, size_t errlen) {\n"
+                 "  CtxrtError e;\n"
+                 "  CtxrtStatus st = ctxrt_model_set_threads((CtxrtModel *)m, threads, &e);\n"
+                 "  return %s_status(st, &e, err, errlen);\n}\n\n", n, n, n);
   ctx_buf_printf(c, "int64_t %s_output_size(void) { return %s_desc.out_size; }\n\n"
                  "void %s_destroy(%s_model *m) { ctxrt_model_destroy((CtxrtModel *)m); }\n",
                  n, n, n, n);
@@ -347,7 +359,8 @@ static int compile_and_link(const CtxBuild *b, const char *kernel_o) {
   const char *cc_args[] = {"-std=c11", "-O2", "-fPIC", "-I", b->dir, "-I", CTX_RT_INCLUDE,
                            "-c", src, "-o", obj};
   int rc = run_cc(cc_args, (int)(sizeof cc_args / sizeof *cc_args), "compiling the model");
-  const char *ld_args[] = {"-shared", "-o", so, kernel_o, obj, CTX_RT_LIB, "-ljansson", "-lm"};
+  const char *ld_args[] = {"-shared", "-o",  so,   kernel_o,    obj,
+                           CTX_RT_LIB, "-ljansson", "-lm", "-lpthread"};
   if (!rc) rc = run_cc(ld_args, (int)(sizeof ld_args / sizeof *ld_args), "linking the library");
   free(src);
   free(obj);

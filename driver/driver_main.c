@@ -60,7 +60,7 @@ static const char run_options[] =
     "                     last run's)\n"
     "  --time             end with the latency per batch (linearization included):\n"
     "                     time: median_ms=.. p10_ms=.. p90_ms=.. batches=.. batch_size=..\n"
-    "  --threads N        threads to run on (only 1 today; N is accepted and ignored)\n"
+    "  --threads N        threads the kernel runs on (default: every core)\n"
     "  -D NAME=VALUE      override dim NAME (also -DNAME=VALUE)\n"
     "  --error-limit=N    stop after N errors (default 20, 0 = no limit)\n"
     "  -h, --help         show this help\n"

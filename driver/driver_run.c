@@ -594,7 +594,9 @@ static int run_stages(CtxRun *r) {
     r->fout = calloc((size_t)r->rows * size + 1, sizeof *r->fout);
     if (!r->fout) ctx_oom();
     ctx_model_desc_init(&r->desc, r->p, r->k, cg_jit_kernel(r->jit));
-    if (ctxrt_model_create(&r->desc.desc, r->weights, &r->model, &r->err)) return report(r);
+    if (ctxrt_model_create(&r->desc.desc, r->weights, &r->model, &r->err) ||
+        ctxrt_model_set_threads(r->model, (int32_t)r->o->threads, &r->err))
+      return report(r);
   }
 #endif
   if (run_batches(r)) return report(r);

@@ -145,11 +145,16 @@ typedef struct {
 
 /* The kernel's calling convention (codegen emits exactly this signature):
  *
- *   void NAME(void *const *bufs, int64_t num_nodes, int64_t num_levels);
+ *   void NAME(void *const *bufs, int64_t num_nodes, int64_t num_levels,
+ *             int64_t tid, int64_t nthreads, void (*barrier)(void *),
+ *             void *barrier_ctx);
  *
  * bufs[i] points to the data of kernel->bufs[i], sized as IlirBufKind says.
  * RESULT and SCRATCH buffers hold num_nodes + 1 rows; the caller zeroes the
- * last row of each RESULT buffer (the absent dependency). */
+ * last row of each RESULT buffer (the absent dependency). Every thread of a
+ * team runs the whole kernel: an ILIR_LOOP_NODES loop runs this thread's
+ * contiguous share of its range, and each iteration of the ILIR_LOOP_LEVELS
+ * loop ends at the barrier (codegen.h). */
 
 /* Lowers [p] to a kernel in [arena]. Reports what it cannot lower to [diag]
  * and returns NULL then. */

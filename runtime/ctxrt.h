@@ -526,7 +526,7 @@ void ctxrt_linear_destroy(CtxrtLinear *lin);
  * A model descriptor says everything the runtime needs to run a compiled kernel:
  * the kernel's entry point and its buffer table (the kernel's calling convention:
  * kernel(bufs, num_nodes, num_levels), bufs[i] pointing at the data of bufs[i] of
- * the table), the model's parameters, what it reads (a CtxrtSpec: kind, arity,
+ * the table; the full signature is CtxrtKernelFn's), the model's parameters, what it reads (a CtxrtSpec: kind, arity,
  * values per node, word bounds), K for the linearizer, and where each node's
  * output lives. ctx fills one in at run time (the JIT) or writes it as C (ctx
  * build). A CtxrtModel binds a descriptor to weights and runs it on forest after
@@ -536,12 +536,22 @@ void ctxrt_linear_destroy(CtxrtLinear *lin);
  *   PARAM -> the weights' float32 tensor; VALUES / IVALUES / NUM_DEPS / LEVELS ->
  *   the linearizer's arrays; DEP -> a copy with every absent slot (-1) pointing
  *   at row num_nodes; RESULT / SCRATCH -> (num_nodes + 1) rows, the last one zero
- *   kernel(bufs, num_nodes, num_levels) --> output rows in the forest's order
- * A model is used by one thread at a time; the kernel runs single-threaded.
+ *   kernel(bufs, num_nodes, num_levels, tid, nthreads, barrier, ctx) on each
+ *   thread of the model's team --> output rows in the forest's order
+ * A model runs its kernel on a team of threads (ctxrt_model_set_threads;
+ * default: every online core) created at the first run that needs it and
+ * parked between runs; the calling thread is one of them. The results do not
+ * depend on the number of threads. A model is used by one thread at a time.
  */
 
-/* The kernel's entry point. */
-typedef void (*CtxrtKernelFn)(void *const *bufs, int64_t num_nodes, int64_t num_levels);
+/* The kernel's entry point. Every thread of a team of [nthreads] calls it with
+ * the same arguments and its own [tid] in [0, nthreads); the kernel computes
+ * tid's contiguous share of each level's nodes and calls barrier(barrier_ctx)
+ * once after each level (never when nthreads is 1), which returns once all
+ * threads have called it, their stores visible. */
+typedef void (*CtxrtKernelFn)(void *const *bufs, int64_t num_nodes, int64_t num_levels,
+                              int64_t tid, int64_t nthreads, void (*barrier)(void *),
+                              void *barrier_ctx);
 
 /* What a kernel buffer holds (the order of ILIR's buffer kinds). */
 typedef enum CtxrtBufKind {
@@ -592,6 +602,17 @@ CtxrtStatus ctxrt_model_load(const CtxrtModelDesc *desc, const char *weights_pat
 
 /* Frees [model] (and the weights it owns). NULL is allowed. */
 void ctxrt_model_destroy(CtxrtModel *model);
+
+/* Runs [model]'s kernel on [threads] threads from the next run on (0: one per
+ * online core, the default; the environment variable CTXRT_THREADS, when set
+ * to a positive integer, replaces that default). The team is created at the
+ * first run with more than one thread; fewer threads run when the system
+ * refuses to create more. CTXRT_ERR_ARG for a negative count or a NULL
+ * model. */
+CtxrtStatus ctxrt_model_set_threads(CtxrtModel *model, int32_t threads, CtxrtError *err);
+
+/* The threads the next run of [model] uses (resolving 0 as above). */
+int32_t ctxrt_model_threads(const CtxrtModel *model);
 
 /* Runs the kernel over [forest], which must have passed ctxrt_forest_validate
  * with desc->spec, and writes its output rows (out_size floats each) to [out]:

@@ -157,4 +157,27 @@ static inline int ctxrt__is_blank(char c) {
   return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
 }
 
+/* --- the thread team of a compiled model (ctxrt_team.c) ------------------------ */
+
+typedef struct CtxrtTeam CtxrtTeam;
+
+/* A team of [n] >= 2 threads: the caller and n - 1 parked workers (fewer when
+ * the system refuses to create more: ctxrt__team_size). NULL when out of
+ * memory. */
+CtxrtTeam *ctxrt__team_create(int64_t n);
+
+/* The threads of [team], the caller's included; 1 for NULL. */
+int64_t ctxrt__team_size(const CtxrtTeam *team);
+
+/* Runs [kernel] on every thread of [team] (NULL: on the caller alone) and
+ * returns when all have finished. */
+void ctxrt__team_run(CtxrtTeam *team, CtxrtKernelFn kernel, void *const *bufs,
+                     int64_t num_nodes, int64_t num_levels);
+
+/* The team's barrier (the kernel's barrier argument, ctx = the team). */
+void ctxrt__team_barrier(void *ctx);
+
+/* Stops and joins the workers and frees [team]; NULL is allowed. */
+void ctxrt__team_destroy(CtxrtTeam *team);
+
 #endif /* CTXRT_INT_H */

@@ -6,12 +6,18 @@
  * linearizer, the output rows) and grows them only when a batch needs more.
  * The forest must have been validated against desc->spec: the kernel checks
  * nothing (word ids index parameters directly).
+ *
+ * The kernel runs on the model's thread team (ctxrt_team.c), created at the
+ * first run that needs more than one thread and kept until the count changes.
  */
 #include "ctxrt_int.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+enum { MAX_THREADS = 1024 };
 
 struct CtxrtModel {
   const CtxrtModelDesc *d;
@@ -26,6 +32,9 @@ struct CtxrtModel {
   size_t out_cap;
   int64_t out_rows;
   int32_t none[1];      /* the data of buffers with zero-sized rows: never read */
+  int32_t threads;      /* ctxrt_model_set_threads: 0 = the default */
+  CtxrtTeam *team;      /* NULL until a run needs more than one thread */
+  int32_t team_want;    /* the count [team] was created for */
 };
 
 /* Points the PARAM buffers of [m] at the tensors of [w]. */
@@ -94,6 +103,7 @@ CtxrtStatus ctxrt_model_load(const CtxrtModelDesc *desc, const char *weights_pat
 
 void ctxrt_model_destroy(CtxrtModel *m) {
   if (!m) return;
+  ctxrt__team_destroy(m->team);
   if (m->rows)
     for (int32_t b = 0; b < m->d->num_bufs; b++) free(m->rows[b]);
   free(m->rows);
@@ -104,6 +114,34 @@ void ctxrt_model_destroy(CtxrtModel *m) {
   ctxrt_linear_destroy(m->lin);
   ctxrt_weights_destroy(m->owned);
   free(m);
+}
+
+CtxrtStatus ctxrt_model_set_threads(CtxrtModel *m, int32_t threads, CtxrtError *err) {
+  if (!m) return ctxrt__err(err, CTXRT_ERR_ARG, NULL, 0, "no model");
+  if (threads < 0)
+    return ctxrt__err(err, CTXRT_ERR_ARG, NULL, 0, "a thread count must be 0 or more, not %d",
+                      (int)threads);
+  m->threads = threads;
+  return CTXRT_OK;
+}
+
+int32_t ctxrt_model_threads(const CtxrtModel *m) {
+  long n = m->threads;
+  const char *env = getenv("CTXRT_THREADS");
+  if (n <= 0 && env) n = strtol(env, NULL, 10);
+  if (n <= 0) n = sysconf(_SC_NPROCESSORS_ONLN);
+  return (int32_t)(n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : n);
+}
+
+/* The team for this run: the current one, or a new one when the count changed
+ * (NULL for one thread, and when a team cannot be created: the caller alone). */
+static CtxrtTeam *team_for_run(CtxrtModel *m) {
+  int32_t n = ctxrt_model_threads(m);
+  if (n == m->team_want) return m->team;
+  ctxrt__team_destroy(m->team);
+  m->team = n > 1 ? ctxrt__team_create(n) : NULL;
+  m->team_want = m->team || n == 1 ? n : 0;
+  return m->team;
 }
 
 /* A RESULT or SCRATCH buffer of num_nodes + 1 rows; the last row zero. NULL
@@ -185,7 +223,7 @@ CtxrtStatus ctxrt_model_run(CtxrtModel *m, const CtxrtForest *forest, int all_no
   int64_t rows = all_nodes ? lin->num_nodes : lin->num_outputs;
   float *dst = out ? out : own_rows(m, rows);
   if (!dst || !bind_buffers(m, lin)) return ctxrt__nomem(err, NULL);
-  d->kernel(m->bufs, lin->num_nodes, lin->num_levels);
+  ctxrt__team_run(team_for_run(m), d->kernel, m->bufs, lin->num_nodes, lin->num_levels);
   const float *res = m->rows[d->out_buf];
   size_t stride = (size_t)d->bufs[d->out_buf].size, size = (size_t)d->out_size;
   for (int64_t r = 0; r < rows; r++) {

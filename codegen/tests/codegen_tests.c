@@ -6,6 +6,7 @@
 
 #include <check.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -214,7 +215,7 @@ START_TEST(chain_three_levels) {
   int32_t dep[3] = {3, 0, 1}, nd[3] = {0, 1, 1}, lv[4] = {0, 1, 2, 3};
   float res[4 * H] = {0};
   void *bufs[] = {p, dep, nd, lv, res};
-  fn(bufs, 3, 3);
+  fn(bufs, 3, 3, 0, 1, NULL, NULL);
   double want[H] = {0};
   for (int node = 0; node < 3; node++)
     for (int i = 0; i < H; i++) {
@@ -265,7 +266,7 @@ START_TEST(max_select_unary) {
   int32_t lvl[2] = {0, 3};
   float r[4 * 8] = {0};
   void *bufs[] = {v, iv, lvl, r};
-  fn(bufs, 3, 1);
+  fn(bufs, 3, 1, 0, 1, NULL, NULL);
   for (int node = 0; node < 3; node++) {
     double x = v[node * 4], m = -INFINITY;
     for (int q = 0; q < 4; q++) m = v[node * 4 + q] > m ? v[node * 4 + q] : m;
@@ -305,9 +306,74 @@ START_TEST(if_on_num_deps) {
   int32_t lvl[4] = {0, 3, 4, 5};
   float r[6] = {0};
   void *bufs[] = {v, dp, ndp, lvl, r};
-  fn(bufs, 5, 3);
+  fn(bufs, 5, 3, 0, 1, NULL, NULL);
   float want[6] = {1, 2, 3, 6, 18, 0};
   for (int i = 0; i < 6; i++) ck_assert_msg(r[i] == want[i], "node %d: %g", i, r[i]);
+  cg_jit_free(jit);
+  t_done(&t);
+}
+END_TEST
+
+/* ---- threads: the chain kernel on a team, bit for bit ----------------------- */
+
+enum { LV = 6, NN = 20 + 11 + 5 + 3 + 2 + 1, MAXT = 4 };
+
+typedef struct {
+  CgKernelFn fn;
+  void **bufs;
+  int64_t tid, nthreads;
+  pthread_barrier_t *barrier;
+} Member;
+
+static void member_barrier(void *ctx) { pthread_barrier_wait(ctx); }
+
+static void *member_main(void *arg) {
+  const Member *m = arg;
+  m->fn(m->bufs, NN, LV, m->tid, m->nthreads, member_barrier, m->barrier);
+  return NULL;
+}
+
+/* Runs [fn] on [nthreads] threads (the caller one of them) into [res]. */
+static void run_team(CgKernelFn fn, void **bufs, int nthreads) {
+  pthread_barrier_t barrier;
+  pthread_barrier_init(&barrier, NULL, (unsigned)nthreads);
+  Member m[MAXT];
+  pthread_t th[MAXT];
+  for (int i = 0; i < nthreads; i++) m[i] = (Member){fn, bufs, i, nthreads, &barrier};
+  for (int i = 1; i < nthreads; i++)
+    ck_assert_int_eq(pthread_create(&th[i], NULL, member_main, &m[i]), 0);
+  member_main(&m[0]);
+  for (int i = 1; i < nthreads; i++) pthread_join(th[i], NULL);
+  pthread_barrier_destroy(&barrier);
+}
+
+/* Levels of 20, 11, 5, 3, 2, 1 nodes (fewer than threads at the top), each
+ * node's one dependency in the level below; 1, 2, 3 and 4 threads agree. */
+START_TEST(threads_agree) {
+  T t;
+  t_init(&t, "ctx_chain_kernel");
+  chain_kernel(&t);
+  CgJit *jit;
+  CgKernelFn fn = compile(&t, &jit);
+  static const int32_t sizes[LV] = {20, 11, 5, 3, 2, 1};
+  float p[H] = {0.1f, -0.2f, 0.3f, 0.5f};
+  int32_t dep[NN], nd[NN], lv[LV + 1] = {0};
+  for (int l = 0; l < LV; l++) lv[l + 1] = lv[l] + sizes[l];
+  for (int l = 0; l < LV; l++)
+    for (int n = lv[l]; n < lv[l + 1]; n++) {
+      nd[n] = l > 0;
+      dep[n] = l > 0 ? lv[l - 1] + (n * 7) % sizes[l - 1] : NN;
+    }
+  static float want[(NN + 1) * H], res[(NN + 1) * H];
+  void *bufs[] = {p, dep, nd, lv, want};
+  fn(bufs, NN, LV, 0, 1, NULL, NULL);
+  bufs[4] = res;
+  for (int nt = 1; nt <= MAXT; nt++) {
+    memset(res, 0, sizeof res);
+    run_team(fn, bufs, nt);
+    ck_assert_mem_eq(res, want, sizeof res);
+  }
+  ck_assert(want[(NN - 1) * H] != 0);
   cg_jit_free(jit);
   t_done(&t);
 }
@@ -356,6 +422,7 @@ static Suite *codegen_suite(void) {
   tcase_add_test(tc, chain_three_levels);
   tcase_add_test(tc, max_select_unary);
   tcase_add_test(tc, if_on_num_deps);
+  tcase_add_test(tc, threads_agree);
   tcase_add_test(tc, llvm_and_asm_text);
   tcase_add_test(tc, bad_kernel_is_ice);
   suite_add_tcase(s, tc);

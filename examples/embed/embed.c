@@ -4,7 +4,10 @@
  * on bracketed trees (SST-style, word ids at the leaves) and prints one line
  * per tree: its index and its output values.
  *
- *   embed [--weights W.safetensors] TREES.ptb
+ *   embed [--weights W.safetensors] [--threads N] TREES.ptb
+ *
+ * The model runs on every core unless --threads N (or the environment
+ * variable CTXRT_THREADS) says otherwise; the outputs are the same.
  *
  * Exit codes: 0 ok, 1 an error (printed with the library's message), 2 a bad
  * command line.
@@ -39,16 +42,19 @@ static char *read_all(const char *path, size_t *len) {
 
 int main(int argc, char **argv) {
   const char *weights = NULL, *trees = NULL;
+  int threads = 0;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--weights") == 0 && i + 1 < argc)
       weights = argv[++i];
+    else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
+      threads = atoi(argv[++i]);
     else if (!trees && argv[i][0] != '-')
       trees = argv[i];
     else
       trees = NULL, i = argc;
   }
   if (!trees) {
-    fprintf(stderr, "usage: embed [--weights W.safetensors] TREES.ptb\n");
+    fprintf(stderr, "usage: embed [--weights W.safetensors] [--threads N] TREES.ptb\n");
     return 2;
   }
   size_t len = 0;
@@ -60,6 +66,7 @@ int main(int argc, char **argv) {
   char err[512];
   treelstm_model *m = NULL;
   int rc = treelstm_create(weights, &m, err, sizeof err);
+  if (rc == TREELSTM_OK) rc = treelstm_set_threads(m, threads, err, sizeof err);
   if (rc == TREELSTM_OK) rc = treelstm_run_ptb(m, text, len, err, sizeof err);
   if (rc != TREELSTM_OK) {
     fprintf(stderr, "embed: %s (code %d)\n", err, rc);

@@ -114,7 +114,7 @@ def main():
     run(cc + flags + ["-std=c11", "-Wall", "-Wextra", "-Werror", "-I", out, embed, "-L", out,
                       "-ltreelstm", "-Wl,-rpath," + out, "-o", exe_so])
     run(cc + flags + ["-std=c11", "-I", out, embed, os.path.join(out, "libtreelstm.a"),
-                      "-ljansson", "-lm", "-o", exe_a])
+                      "-ljansson", "-lm", "-lpthread", "-o", exe_a])
     check_errors(a, model, os.path.join(a.tmp, "bad"))
     weights = os.path.join(a.tmp, "w.safetensors")
     write_weights(os.path.join(out, "treelstm.h"), weights, 7)
@@ -130,6 +130,14 @@ def main():
             what = f"{os.path.basename(exe)} {' '.join(wargs) or 'default weights'}"
             assert_close(got, ref["jit"], 1e-6, 1e-7, what + " vs ctx run")
             assert_close(got, ref["interp"], 1e-4, 1e-5, what + " vs ctx run --interp")
+    # one thread, three threads (more than the cores), CTXRT_THREADS: bit for bit
+    for targs, tenv in ((["--threads", "1"], None), (["--threads", "3"], None),
+                        ([], dict(os.environ, CTXRT_THREADS="2"))):
+        cmd = [exe_a, "--weights", weights] + targs + [trees]
+        got_t = parse_rows(run(cmd, env=tenv).stdout)
+        assert_close(got_t, got, 0, 0, f"embed_a {targs or tenv['CTXRT_THREADS']} threads")
+    p = run([exe_so, "--threads", "-1", trees], expect=1)
+    assert "thread count" in p.stderr, p.stderr
     bad = os.path.join(a.tmp, "bad.ptb")
     open(bad, "w").write("(1 (2 x))\n")
     p = run([exe_so, bad], expect=1)

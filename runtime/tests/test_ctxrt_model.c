@@ -6,24 +6,33 @@
  */
 #include "ctxrt_testutil.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 enum { B_LEVELS, B_NUM_DEPS, B_DEP, B_VALUES, B_SCALE, B_RES, NBUFS };
 #define K 2
 
-static void sum_kernel(void *const *bufs, int64_t num_nodes, int64_t num_levels) {
+/* The kernel ABI (ctxrt.h): tid's contiguous share of each level, a barrier
+ * after each level. Only tid 0 uses Check's asserts (they are not
+ * thread-safe); the others abort on a broken invariant. */
+static void sum_kernel(void *const *bufs, int64_t num_nodes, int64_t num_levels, int64_t tid,
+                       int64_t nthreads, void (*barrier)(void *), void *barrier_ctx) {
   const int32_t *lv = bufs[B_LEVELS], *nd = bufs[B_NUM_DEPS], *dep = bufs[B_DEP];
   const float *val = bufs[B_VALUES], *scale = bufs[B_SCALE];
   float *res = bufs[B_RES];
-  ck_assert_float_eq(res[num_nodes], 0.0f);
-  for (int64_t l = 0; l < num_levels; l++)
-    for (int64_t n = lv[l]; n < lv[l + 1]; n++) {
+  if (tid == 0) ck_assert_float_eq(res[num_nodes], 0.0f);
+  for (int64_t l = 0; l < num_levels; l++) {
+    int64_t chunk = (lv[l + 1] - lv[l] + nthreads - 1) / nthreads;
+    int64_t lo = lv[l] + tid * chunk, hi = lo + chunk < lv[l + 1] ? lo + chunk : lv[l + 1];
+    for (int64_t n = lo; n < hi; n++) {
       float r = scale[0] * val[n];
       for (int k = 0; k < K; k++) r += res[dep[n * K + k]];
-      ck_assert_int_le(nd[n], K);
+      if (nd[n] > K) abort();
       res[n] = r;
     }
+    if (nthreads > 1) barrier(barrier_ctx);
+  }
 }
 
 static const CtxrtModelBuf bufs[NBUFS] = {
@@ -121,6 +130,59 @@ START_TEST(test_errors) {
 }
 END_TEST
 
+/* Appends a complete binary tree of [depth] levels, leaf words 0..96, to
+ * text[*at ..]. */
+static void full_tree(char *text, size_t *at, int depth, int *word) {
+  if (depth == 0) {
+    *at += (size_t)sprintf(text + *at, "(1 %d)", (*word)++ % 97);
+    return;
+  }
+  *at += (size_t)sprintf(text + *at, "(0 ");
+  full_tree(text, at, depth - 1, word);
+  text[(*at)++] = ' ';
+  full_tree(text, at, depth - 1, word);
+  *at += (size_t)sprintf(text + *at, ")");
+}
+
+/* The same outputs, bit for bit, on 1, 2, 3 and 4 threads (more threads than
+ * nodes in the top levels), and back to 1, for every node of uneven trees. */
+START_TEST(test_threads) {
+  CtxrtWeights *w = scale_weights(0.37f);
+  CtxrtModel *m;
+  CtxrtError err;
+  ck_assert_int_eq(ctxrt_model_create(&desc, w, &m, &err), CTXRT_OK);
+  ck_assert_int_gt(ctxrt_model_threads(m), 0);
+  ck_assert_int_eq(ctxrt_model_set_threads(m, -1, &err), CTXRT_ERR_ARG);
+  static char text[1 << 16];
+  size_t at = 0;
+  int word = 1;
+  for (int depth = 0; depth <= 9; depth += 3) {
+    full_tree(text, &at, depth, &word);
+    text[at++] = '\n';
+  }
+  text[at] = 0;
+  CtxrtForest *f = tu_ptb(text);
+  enum { MAXN = 1200 };
+  ck_assert_int_le(f->num_nodes, MAXN);
+  static float want[MAXN], got[MAXN];
+  ck_assert_int_eq(ctxrt_model_set_threads(m, 1, &err), CTXRT_OK);
+  ck_assert_int_eq(ctxrt_model_threads(m), 1);
+  ck_assert_int_eq(ctxrt_model_run(m, f, 1, want, &err), CTXRT_OK);
+  const int32_t counts[] = {2, 4, 3, 1, 4};
+  for (int c = 0; c < 5; c++) {
+    ck_assert_int_eq(ctxrt_model_set_threads(m, counts[c], &err), CTXRT_OK);
+    for (int rep = 0; rep < 3; rep++) {
+      memset(got, 0, sizeof got);
+      ck_assert_int_eq(ctxrt_model_run(m, f, 1, got, &err), CTXRT_OK);
+      ck_assert_mem_eq(got, want, (size_t)f->num_nodes * sizeof *got);
+    }
+  }
+  ctxrt_forest_destroy(f);
+  ctxrt_model_destroy(m);
+  ctxrt_weights_destroy(w);
+}
+END_TEST
+
 static Suite *model_suite(void) {
   Suite *s = suite_create("model");
   TCase *tc = tcase_create("model");
@@ -128,6 +190,7 @@ static Suite *model_suite(void) {
   tcase_add_test(tc, test_roots_and_all_nodes);
   tcase_add_test(tc, test_load);
   tcase_add_test(tc, test_errors);
+  tcase_add_test(tc, test_threads);
   suite_add_tcase(s, tc);
   return s;
 }
