@@ -170,7 +170,11 @@ static void lower_stmt(RaBuilder *B, const AstStmt *s) {
     break;
   case AST_IF: lower_if(B, s); break;
   case AST_RETURN: lower_return(B, s); break;
-  case AST_FOR: ra_unsupported(B, s->span, "'for' (use sum(k in n.children) ...)"); break;
+  case AST_FOR:
+    ctx_diag_error(B->diag, s->span, "'for' loops are not supported yet; write the "
+                   "reduction as sum(k in n.children) ...");
+    B->failed = true;
+    break;
   }
 }
 
