@@ -156,6 +156,24 @@ typedef struct {
  * contiguous share of its range, and each iteration of the ILIR_LOOP_LEVELS
  * loop ends at the barrier (codegen.h). */
 
+/* ---- building ILIR (ilir_expr.c) -------------------------------------------------
+ * Constructors for passes, backends and tests; everything in [a]. Integer
+ * arithmetic on constants folds; a load takes its type from the buffer. */
+IlirExpr *ilir_const_i(CtxArena *a, long v);
+IlirExpr *ilir_const_f(CtxArena *a, float v);
+IlirExpr *ilir_var(CtxArena *a, IlirVar *v);
+IlirExpr *ilir_arg(CtxArena *a, long which);
+IlirExpr *ilir_load(CtxArena *a, const IlirKernel *k, int buf, IlirExpr *index);
+IlirExpr *ilir_unary(CtxArena *a, int op, IlirExpr *x);
+IlirExpr *ilir_binary(CtxArena *a, int op, IlirExpr *x, IlirExpr *y);
+IlirExpr *ilir_select(CtxArena *a, IlirExpr *c, IlirExpr *x, IlirExpr *y);
+IlirExpr *ilir_to_f32(CtxArena *a, IlirExpr *x);
+IlirExpr *ilir_reduce(CtxArena *a, int op, IlirVar *v, IlirExpr *lo, IlirExpr *hi,
+                      IlirExpr *body);
+IlirVar *ilir_new_var(CtxArena *a, IlirKernel *k, const char *name);
+IlirStmt *ilir_loop(CtxArena *a, IlirVar *v, IlirExpr *lo, IlirExpr *hi, IlirLoopKind kind,
+                    IlirBlock body);
+IlirStmt *ilir_store(CtxArena *a, int buf, IlirExpr *index, IlirExpr *value);
 /* Lowers [p] to a kernel in [arena]. Reports what it cannot lower to [diag]
  * and returns NULL then. */
 IlirKernel *ilir_lower(CtxArena *arena, CtxDiag *diag, const RaProgram *p);

@@ -45,87 +45,22 @@ static int buf(T *t, const char *name, IlirBufKind kind, long size) {
   return t->k->nbufs++;
 }
 
-static IlirVar *var(T *t, const char *name) {
-  IlirVar *v = CTX_NEW(t->a, IlirVar);
-  v->name = name;
-  v->id = t->k->nvars++;
-  return v;
-}
-
-static IlirExpr *ex(T *t, IlirExprKind kind, IlirType type) {
-  IlirExpr *e = CTX_NEW(t->a, IlirExpr);
-  e->kind = kind;
-  e->type = type;
-  return e;
-}
-
-static IlirExpr *ci(T *t, long v) {
-  IlirExpr *e = ex(t, ILIR_CONST, ILIR_I64);
-  e->ival = v;
-  return e;
-}
-
-static IlirExpr *cf(T *t, float v) {
-  IlirExpr *e = ex(t, ILIR_CONST, ILIR_F32);
-  e->fval = v;
-  return e;
-}
-
-static IlirExpr *vr(T *t, IlirVar *v) {
-  IlirExpr *e = ex(t, ILIR_VAR, ILIR_I64);
-  e->var = v;
-  return e;
-}
-
-static IlirExpr *arg(T *t, long which) {
-  IlirExpr *e = ex(t, ILIR_ARG, ILIR_I64);
-  e->ival = which;
-  return e;
-}
-
-static bool is_float_buf(IlirBufKind k) {
-  return k == ILIR_BUF_PARAM || k == ILIR_BUF_VALUES || k == ILIR_BUF_RESULT ||
-         k == ILIR_BUF_SCRATCH;
-}
-
-static IlirExpr *ld(T *t, int b, IlirExpr *index) {
-  IlirExpr *e = ex(t, ILIR_LOAD, is_float_buf(t->k->bufs[b].kind) ? ILIR_F32 : ILIR_I64);
-  e->buf = b;
-  e->a = index;
-  return e;
-}
-
-static IlirExpr *un(T *t, int op, IlirExpr *x) {
-  IlirExpr *e = ex(t, ILIR_UNARY, op == ILIR_NOT ? ILIR_I64 : x->type);
-  e->op = op;
-  e->a = x;
-  return e;
-}
-
+/* Short names for the ILIR constructors (ilir.h), in the test's arena. */
+static IlirVar *var(T *t, const char *name) { return ilir_new_var(t->a, t->k, name); }
+static IlirExpr *ci(T *t, long v) { return ilir_const_i(t->a, v); }
+static IlirExpr *cf(T *t, float v) { return ilir_const_f(t->a, v); }
+static IlirExpr *vr(T *t, IlirVar *v) { return ilir_var(t->a, v); }
+static IlirExpr *arg(T *t, long which) { return ilir_arg(t->a, which); }
+static IlirExpr *ld(T *t, int b, IlirExpr *i) { return ilir_load(t->a, t->k, b, i); }
+static IlirExpr *un(T *t, int op, IlirExpr *x) { return ilir_unary(t->a, op, x); }
 static IlirExpr *bin(T *t, int op, IlirExpr *x, IlirExpr *y) {
-  IlirExpr *e = ex(t, ILIR_BINARY, op >= ILIR_EQ && op <= ILIR_OR ? ILIR_I64 : x->type);
-  e->op = op;
-  e->a = x;
-  e->b = y;
-  return e;
+  return ilir_binary(t->a, op, x, y);
 }
-
 static IlirExpr *sel(T *t, IlirExpr *c, IlirExpr *x, IlirExpr *y) {
-  IlirExpr *e = ex(t, ILIR_SELECT, x->type);
-  e->c = c;
-  e->a = x;
-  e->b = y;
-  return e;
+  return ilir_select(t->a, c, x, y);
 }
-
 static IlirExpr *red(T *t, int op, IlirVar *v, IlirExpr *lo, IlirExpr *hi, IlirExpr *body) {
-  IlirExpr *e = ex(t, ILIR_REDUCE, ILIR_F32);
-  e->op = op;
-  e->var = v;
-  e->lo = lo;
-  e->hi = hi;
-  e->a = body;
-  return e;
+  return ilir_reduce(t->a, op, v, lo, hi, body);
 }
 
 static IlirBlock block(T *t, int n, IlirStmt **stmts) {
@@ -135,22 +70,11 @@ static IlirBlock block(T *t, int n, IlirStmt **stmts) {
 }
 
 static IlirStmt *loop(T *t, IlirVar *v, IlirExpr *lo, IlirExpr *hi, IlirStmt *body) {
-  IlirStmt *s = CTX_NEW(t->a, IlirStmt);
-  s->kind = ILIR_LOOP;
-  s->var = v;
-  s->lo = lo;
-  s->hi = hi;
-  s->body = block(t, 1, &body);
-  return s;
+  return ilir_loop(t->a, v, lo, hi, ILIR_LOOP_SERIAL, block(t, 1, &body));
 }
 
 static IlirStmt *store(T *t, int b, IlirExpr *index, IlirExpr *value) {
-  IlirStmt *s = CTX_NEW(t->a, IlirStmt);
-  s->kind = ILIR_STORE;
-  s->buf = b;
-  s->index = index;
-  s->value = value;
-  return s;
+  return ilir_store(t->a, b, index, value);
 }
 
 static IlirStmt *ifs(T *t, IlirExpr *c, IlirStmt *then, IlirStmt *els) {
@@ -250,8 +174,10 @@ START_TEST(max_select_unary) {
   IlirExpr *outs[8] = {mx, pick, un(&t, ILIR_RELU, v0), un(&t, ILIR_EXP, v0),
                        un(&t, ILIR_LOG, un(&t, ILIR_ABS, v0)), un(&t, ILIR_SQRT, un(&t, ILIR_ABS, v0)),
                        red(&t, ILIR_SUM, var(&t, "e"), ci(&t, 0), ci(&t, 0), cf(&t, 1)),
-                       bin(&t, ILIR_DIV, ex(&t, ILIR_TO_F32, ILIR_F32), cf(&t, 2))};
-  outs[7]->a->a = bin(&t, ILIR_AND, ld(&t, ival, row), un(&t, ILIR_NOT, vr(&t, n)));
+                       bin(&t, ILIR_DIV,
+                           ilir_to_f32(t.a, bin(&t, ILIR_AND, ld(&t, ival, row),
+                                                un(&t, ILIR_NOT, vr(&t, n)))),
+                           cf(&t, 2))};
   IlirStmt *st[8];
   for (int o = 0; o < 8; o++)
     st[o] = store(&t, res, bin(&t, ILIR_ADD, bin(&t, ILIR_MUL, vr(&t, n), ci(&t, 8)), ci(&t, o)),
