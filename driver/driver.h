@@ -43,6 +43,7 @@ typedef struct {
   const char **files;
   int nfiles;
   bool syntax_only;     /* --syntax-only: parse, do not check */
+  unsigned disabled;    /* --disable=NAME,...: RA_OPT_* turned off */
   SemaDefine *defines;  /* -D NAME=VALUE */
   int ndefines;
   CtxRunOptions run;    /* ctx run only */

@@ -29,6 +29,8 @@ static const char common_options[] =
     "  --emit=asm         print the kernel's assembly for this CPU\n"
     "  --error-limit=N    stop after N errors (default 20, 0 = no limit)\n"
     "  -D NAME=VALUE      override dim NAME (also -DNAME=VALUE)\n"
+    "  --disable=OPT,...  turn optimizations off: concat-split, product-ops,\n"
+    "                     interchange (for testing; all are on by default)\n"
     "  --syntax-only      parse only; do not check names, shapes and recursion\n"
     "  -h, --help         show this help\n";
 
@@ -62,6 +64,8 @@ static const char run_options[] =
     "                     time: median_ms=.. p10_ms=.. p90_ms=.. batches=.. batch_size=..\n"
     "  --threads N        threads the kernel runs on (default: every core)\n"
     "  -D NAME=VALUE      override dim NAME (also -DNAME=VALUE)\n"
+    "  --disable=OPT,...  turn optimizations off: concat-split, product-ops,\n"
+    "                     interchange (for testing; all are on by default)\n"
     "  --error-limit=N    stop after N errors (default 20, 0 = no limit)\n"
     "  -h, --help         show this help\n"
     "\n"
@@ -83,6 +87,8 @@ static const char build_options[] =
     "                     libNAME.a, NAME.h (the API; NAME is the model's name),\n"
     "                     and the intermediate NAME_kernel.o, NAME_model.c/.o\n"
     "  -D NAME=VALUE      override dim NAME (also -DNAME=VALUE)\n"
+    "  --disable=OPT,...  turn optimizations off: concat-split, product-ops,\n"
+    "                     interchange (for testing; all are on by default)\n"
     "  --error-limit=N    stop after N errors (default 20, 0 = no limit)\n"
     "  -h, --help         show this help\n"
     "\n"
@@ -147,6 +153,22 @@ static const char *option_value(int argc, char **argv, int *i, const char *name,
     return "";
   }
   return argv[++*i];
+}
+
+/* --disable=a,b: every name must be an optimization (ra_opt_lookup). */
+static bool parse_disable(CtxOptions *o, const char *list) {
+  char name[64];
+  while (*list) {
+    size_t n = strcspn(list, ",");
+    if (n == 0 || n >= sizeof name) return false;
+    memcpy(name, list, n);
+    name[n] = 0;
+    unsigned bit = ra_opt_lookup(name, NULL);
+    if (!bit) return false;
+    o->disabled |= bit;
+    list += n + (list[n] == ',');
+  }
+  return true;
 }
 
 static bool parse_int(const char *s, int *out) {
@@ -221,6 +243,9 @@ static int parse_args(const Verb *v, int argc, char **argv, CtxOptions *o) {
     } else if ((val = option_value(argc, argv, &i, "--error-limit", &missing))) {
       if (missing || !parse_int(val, &o->error_limit))
         return usage_error(v, "option '--error-limit' needs a number, found '%s'", val);
+    } else if ((val = option_value(argc, argv, &i, "--disable", &missing))) {
+      if (missing || !parse_disable(o, val))
+        return usage_error(v, "unknown optimization in '--disable=%s'", val);
     } else if (strcmp(a, "--syntax-only") == 0) {
       o->syntax_only = true;
     } else if (strncmp(a, "-D", 2) == 0) {

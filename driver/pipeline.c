@@ -95,7 +95,7 @@ static RaProgram *check_model(CtxSession *s, AstFile *f, int errors) {
                                     s->opts.ndefines)
                        : NULL;
   if (!m || !m->output_func || s->diag.errors > errors) return NULL; /* or a module */
-  RaProgram *p = ra_build(s->arena, &s->diag, m);
+  RaProgram *p = ra_build(s->arena, &s->diag, m, s->opts.disabled);
   IlirKernel *k = p ? ilir_lower(s->arena, &s->diag, p) : NULL;
   CtxBuf b;
   ctx_buf_init(&b);
@@ -149,7 +149,7 @@ RaProgram *ctx_pipeline_ra(CtxSession *s, const char *path) {
     }
     return NULL;
   }
-  RaProgram *p = ra_build(s->arena, &s->diag, m);
+  RaProgram *p = ra_build(s->arena, &s->diag, m, s->opts.disabled);
   if (!p || s->diag.errors) return NULL; /* ra_build verifies what it built */
   return p;
 }

@@ -152,11 +152,26 @@ typedef struct {
   int nfuncs;
   int out_func, out_field; /* output: funcs[out_func] field out_field at roots */
   RaShape out_shape;
+  unsigned disabled;        /* RA_OPT_* turned off (ILIR reads it too) */
 } RaProgram;
 
-/* Builds RA from the checked model [m] in [arena]. Constructs RA cannot
- * express yet are reported to [diag]; returns NULL after any error. */
-RaProgram *ra_build(CtxArena *arena, CtxDiag *diag, const SemaModel *m);
+/* The optimizations of RA and ILIR, all on by default. `--disable=NAME`
+ * turns one off; the differential tests run every backend with each one
+ * disabled (grep tag: OPT-FLAGS). */
+enum {
+  RA_OPT_CONCAT_SPLIT = 1, /* W @ [a; b] as the sum of W's parts times a and b */
+  RA_OPT_PRODUCT_OPS = 2,  /* a product reading no bound variable is an operator */
+  RA_OPT_INTERCHANGE = 4   /* ILIR: column-reading reductions accumulate by rows */
+};
+
+/* The flag named [name] ("concat-split", "product-ops", "interchange"), or 0.
+ * [names] (may be NULL) receives the list of names for messages. */
+unsigned ra_opt_lookup(const char *name, const char **names);
+
+/* Builds RA from the checked model [m] in [arena], with the optimizations in
+ * [disabled] turned off. Constructs RA cannot express yet are reported to
+ * [diag]; returns NULL after any error. */
+RaProgram *ra_build(CtxArena *arena, CtxDiag *diag, const SemaModel *m, unsigned disabled);
 
 /* Writes [p] in readable form (ctx check --dump=ra). */
 void ra_print(CtxBuf *out, const RaProgram *p);

@@ -278,13 +278,25 @@ static void build_output(RaBuilder *B) {
   B->failed = true;
 }
 
-RaProgram *ra_build(CtxArena *arena, CtxDiag *diag, const SemaModel *m) {
+unsigned ra_opt_lookup(const char *name, const char **names) {
+  static const struct { const char *name; unsigned bit; } opts[] = {
+      {"concat-split", RA_OPT_CONCAT_SPLIT},
+      {"product-ops", RA_OPT_PRODUCT_OPS},
+      {"interchange", RA_OPT_INTERCHANGE}};
+  if (names) *names = "concat-split, product-ops, interchange";
+  for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
+    if (strcmp(opts[i].name, name) == 0) return opts[i].bit;
+  return 0;
+}
+
+RaProgram *ra_build(CtxArena *arena, CtxDiag *diag, const SemaModel *m, unsigned disabled) {
   RaBuilder B;
   memset(&B, 0, sizeof B);
   B.arena = arena;
   B.diag = diag;
   B.m = m;
   B.p = CTX_NEW(arena, RaProgram);
+  B.p->disabled = disabled;
   build_interface(&B);
   declare_funcs(&B);
   for (int i = 0, r = 0; i < m->nfuncs && !B.failed; i++)

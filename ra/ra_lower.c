@@ -504,7 +504,7 @@ static RaExpr *product_at(RaBuilder *B, const AstExpr *e, RaExpr **idx) {
   const AstExpr *lhs = e->u.binary.lhs, *rhs = e->u.binary.rhs;
   int n;
   AstExpr *const *parts = concat_parts(rhs, &n);
-  if (!parts) return product_part(B, lhs, rhs, 0, idx);
+  if (!parts || (B->p->disabled & RA_OPT_CONCAT_SPLIT)) return product_part(B, lhs, rhs, 0, idx);
   RaExpr *sum = NULL;
   long off = 0;
   for (int i = 0; i < n; i++) {
@@ -518,7 +518,8 @@ static RaExpr *product_at(RaBuilder *B, const AstExpr *e, RaExpr **idx) {
 /* A matrix product: an operator of its own unless it depends on a variable
  * bound around it, where it is computed in place. */
 static RaExpr *lower_matmul(RaBuilder *B, const AstExpr *e, RaExpr **idx) {
-  if (uses_bound_var(B, e)) return product_at(B, e, idx);
+  if ((B->p->disabled & RA_OPT_PRODUCT_OPS) || uses_bound_var(B, e))
+    return product_at(B, e, idx);
   RaShape shape = ra_shape_of(ra_type(B, e));
   const char *name = ctx_arena_printf(B->arena, "%s.mm%d", B->fn->name, ++B->temps);
   RaOp *op = ra_new_op(B, name, &shape, e->span);

@@ -19,7 +19,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
   int id = ctx_sources_add(&srcs, "fuzz.ctx", (const char *)data, size);
   AstFile *f = ast_parse(arena, &diag, id);
   SemaModel *m = diag.errors == 0 ? sema_check(arena, &diag, &f, 1, NULL, 0) : NULL;
-  if (m && m->output_func && diag.errors == 0) ra_build(arena, &diag, m);
+  if (m && m->output_func && diag.errors == 0) ra_build(arena, &diag, m, 0);
   ctx_arena_free(arena);
   ctx_sources_free(&srcs);
   fclose(sink);

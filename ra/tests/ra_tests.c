@@ -26,7 +26,7 @@ static void build(Built *b, const char *text) {
   ck_assert_int_eq(b->diag.errors, 0);
   SemaModel *m = sema_check(b->arena, &b->diag, &f, 1, NULL, 0);
   ck_assert_int_eq(b->diag.errors, 0);
-  b->p = ra_build(b->arena, &b->diag, m);
+  b->p = ra_build(b->arena, &b->diag, m, 0);
   ck_assert_ptr_nonnull(b->p);
 }
 
