@@ -420,6 +420,12 @@ static void entry_function(CgEmit *E, LLVMValueRef body) {
   LLVMTypeRef ft = LLVMFunctionType(LLVMVoidTypeInContext(E->ctx), params, 1 + TEAM_ARGS, 0);
   LLVMValueRef fn = LLVMAddFunction(E->mod, E->k->name, ft);
   add_attr(E, fn, LLVMAttributeFunctionIndex, "nounwind");
+  /* Use the widest vectors the host has (LLVM prefers 256 bits by default,
+   * even with AVX-512). */
+  static const char key[] = "prefer-vector-width", width[] = "512";
+  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                          LLVMCreateStringAttribute(E->ctx, key, sizeof key - 1, width,
+                                                    sizeof width - 1));
   LLVMPositionBuilderAtEnd(E->b, LLVMAppendBasicBlockInContext(E->ctx, fn, "entry"));
   LLVMValueRef *args = ctx_xmalloc(((size_t)n + TEAM_ARGS) * sizeof *args);
   for (int i = 0; i < n; i++) {
