@@ -38,6 +38,7 @@ typedef struct {
   LLVMValueRef tid, nthreads, barrier, barrier_ctx; /* the team (codegen.h) */
   const IlirKernel *k;
   CtxDiag *diag;
+  int vec_floats, vec_regs; /* the host's vector width in floats and register count */
   bool failed;
 } CgEmit;
 
@@ -49,6 +50,7 @@ typedef struct {
 
 static LLVMValueRef emit_expr(CgEmit *E, const IlirExpr *e);
 static void emit_block(CgEmit *E, const IlirBlock *blk);
+static void emit_tiled(CgEmit *E, const IlirStmt *s);
 
 static LLVMValueRef fail(CgEmit *E, LLVMTypeRef type, const char *what, int kind) {
   if (!E->failed) CTX_ICE(E->diag, "codegen: %s %d in kernel '%s'", what, kind, E->k->name);
@@ -89,11 +91,11 @@ static void loop_open(CgEmit *E, CgLoop *L, LLVMValueRef lo, LLVMValueRef hi,
   LLVMPositionBuilderAtEnd(E->b, L->body);
 }
 
-/* Closes [L] from the builder's block (the end of the body) and leaves the
- * builder after the loop. Returns that last body block. */
-static LLVMBasicBlockRef loop_close(CgEmit *E, CgLoop *L) {
+/* Closes [L] (stepping by [step]) from the builder's block (the end of the
+ * body) and leaves the builder after the loop. Returns that last body block. */
+static LLVMBasicBlockRef loop_close_by(CgEmit *E, CgLoop *L, long step) {
   LLVMBasicBlockRef end = LLVMGetInsertBlock(E->b);
-  LLVMValueRef next = LLVMBuildNSWAdd(E->b, L->iv, const_i64(E, 1), "");
+  LLVMValueRef next = LLVMBuildNSWAdd(E->b, L->iv, const_i64(E, step), "");
   LLVMBuildBr(E->b, L->header);
   LLVMValueRef vals[2] = {L->lo, next};
   LLVMBasicBlockRef from[2] = {L->pre, end};
@@ -101,6 +103,8 @@ static LLVMBasicBlockRef loop_close(CgEmit *E, CgLoop *L) {
   LLVMPositionBuilderAtEnd(E->b, L->exit);
   return end;
 }
+
+static LLVMBasicBlockRef loop_close(CgEmit *E, CgLoop *L) { return loop_close_by(E, L, 1); }
 
 static const char *var_name(const IlirVar *v) { return v && v->name ? v->name : "v"; }
 
@@ -154,6 +158,11 @@ static LLVMValueRef libm1(CgEmit *E, const char *name, LLVMValueRef x) {
 }
 
 static LLVMValueRef emit_unary_f32(CgEmit *E, int op, LLVMValueRef x) {
+  if (!(E->k->disabled & RA_OPT_VECTOR_MATH)) {
+    if (op == ILIR_SIGMOID) return cg_math_sigmoid(E->b, E->mod, x);
+    if (op == ILIR_TANH) return cg_math_tanh(E->b, E->mod, x);
+    if (op == ILIR_EXP) return cg_math_exp(E->b, E->mod, x);
+  }
   switch (op) {
   case ILIR_NEG: return LLVMBuildFNeg(E->b, x, "");
   case ILIR_SIGMOID: {
@@ -345,6 +354,10 @@ static void emit_barrier(CgEmit *E) {
 }
 
 static void emit_loop(CgEmit *E, const IlirStmt *s) {
+  if (s->tile_nodes) {
+    emit_tiled(E, s);
+    return;
+  }
   LLVMValueRef lo = emit_expr(E, s->lo), hi = emit_expr(E, s->hi);
   if (s->loop == ILIR_LOOP_NODES) thread_share(E, &lo, &hi);
   CgLoop L;
@@ -353,6 +366,141 @@ static void emit_loop(CgEmit *E, const IlirStmt *s) {
   if (s->loop == ILIR_LOOP_LEVELS && !E->failed) emit_barrier(E);
   loop_close(E, &L);
   if (!E->failed) E->vars[s->var->id] = NULL;
+}
+
+/* ---- register-tiled products (ilir.h: a NODES loop with tile_nodes > 0) ---- */
+
+enum { MAX_ACC = 64, MAX_TERMS = 16 };
+
+/* The parts of a tiled product: for n in nodes { for i in [0, I) { out[idx]
+ * = sum of terms sum(r in [0, R)) x * P[r * I + i] } }. */
+typedef struct {
+  const IlirStmt *nodes, *outs, *store;
+  IlirExpr *terms[MAX_TERMS];
+  int nterms;
+  long I;
+} CgTile;
+
+static LLVMTypeRef vec_type(CgEmit *E, int vl) {
+  return vl > 1 ? LLVMVectorType(E->f32, (unsigned)vl) : E->f32;
+}
+
+/* [x] in every lane of a vector of [vl] floats. */
+static LLVMValueRef splat(CgEmit *E, LLVMValueRef x, int vl) {
+  if (vl == 1) return x;
+  LLVMValueRef v = LLVMBuildInsertElement(E->b, LLVMGetPoison(vec_type(E, vl)), x,
+                                          const_i64(E, 0), "");
+  LLVMValueRef zeros = LLVMConstNull(LLVMVectorType(E->i32, (unsigned)vl));
+  return LLVMBuildShuffleVector(E->b, v, LLVMGetPoison(vec_type(E, vl)), zeros, "");
+}
+
+/* a * b + c, fused where the host has FMA (llvm.fmuladd). */
+static LLVMValueRef fmuladd(CgEmit *E, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c,
+                            int vl) {
+  static const char name[] = "llvm.fmuladd";
+  LLVMTypeRef vt = vec_type(E, vl);
+  unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
+  LLVMValueRef f = LLVMGetIntrinsicDeclaration(E->mod, id, &vt, 1);
+  LLVMValueRef args[3] = {a, b, c};
+  return LLVMBuildCall2(E->b, LLVMIntrinsicGetType(E->ctx, id, &vt, 1), f, args, 3, "");
+}
+
+static LLVMValueRef elem_ptr(CgEmit *E, int buf, LLVMValueRef idx) {
+  return LLVMBuildInBoundsGEP2(E->b, E->f32, E->bufs[buf], &idx, 1, "");
+}
+
+static LLVMValueRef plus(CgEmit *E, LLVMValueRef x, long c) {
+  return c ? LLVMBuildNSWAdd(E->b, x, const_i64(E, c), "") : x;
+}
+
+/* One tile: nodes [n0, n0 + nb) x outputs [i0, i0 + iv * vl), summed in
+ * nb * iv accumulators of vl floats, then stored. Per r, iv vector loads of
+ * P's row and nb values x(n, r) feed nb * iv multiply-adds. */
+static void emit_tile(CgEmit *E, const CgTile *T, LLVMValueRef n0, int nb, LLVMValueRef i0,
+                      int iv, int vl) {
+  LLVMTypeRef vt = vec_type(E, vl);
+  LLVMValueRef acc[MAX_ACC], phi[MAX_ACC], next[MAX_ACC], w[MAX_ACC];
+  int na = nb * iv;
+  for (int a = 0; a < na; a++) acc[a] = LLVMConstNull(vt);
+  for (int t = 0; t < T->nterms && !E->failed; t++) {
+    const IlirExpr *red = T->terms[t], *x = red->a->a, *p = red->a->b;
+    CgLoop L;
+    loop_open(E, &L, const_i64(E, 0), const_i64(E, red->hi->ival), "r");
+    LLVMPositionBuilderBefore(E->b, LLVMGetNextInstruction(L.iv));
+    for (int a = 0; a < na; a++) phi[a] = LLVMBuildPhi(E->b, vt, "acc");
+    LLVMPositionBuilderAtEnd(E->b, L.body);
+    if (!bind_var(E, red->var, L.iv)) return;
+    LLVMValueRef row = LLVMBuildNSWAdd(E->b, LLVMBuildNSWMul(E->b, L.iv, const_i64(E, T->I), ""),
+                                       i0, "");
+    for (int v = 0; v < iv; v++) {
+      w[v] = LLVMBuildLoad2(E->b, vt, elem_ptr(E, p->buf, plus(E, row, (long)v * vl)), "w");
+      LLVMSetAlignment(w[v], 4);
+    }
+    for (int b = 0; b < nb; b++) {
+      if (!bind_var(E, T->nodes->var, plus(E, n0, b))) return;
+      LLVMValueRef xb = splat(E, emit_expr(E, x), vl);
+      for (int v = 0; v < iv; v++) next[b * iv + v] = fmuladd(E, xb, w[v], phi[b * iv + v], vl);
+    }
+    LLVMBasicBlockRef end = loop_close(E, &L);
+    E->vars[red->var->id] = NULL;
+    for (int a = 0; a < na; a++) {
+      LLVMValueRef vals[2] = {acc[a], next[a]};
+      LLVMBasicBlockRef from[2] = {L.pre, end};
+      LLVMAddIncoming(phi[a], vals, from, 2);
+      acc[a] = phi[a];
+    }
+  }
+  for (int b = 0; b < nb && !E->failed; b++) {
+    bind_var(E, T->nodes->var, plus(E, n0, b));
+    for (int v = 0; v < iv && !E->failed; v++) {
+      bind_var(E, T->outs->var, plus(E, i0, (long)v * vl));
+      LLVMValueRef st = LLVMBuildStore(E->b, acc[b * iv + v],
+                                       elem_ptr(E, T->store->buf, emit_expr(E, T->store->index)));
+      LLVMSetAlignment(st, 4);
+    }
+  }
+}
+
+/* The tiled product [s] over this thread's share of its nodes: outputs in
+ * blocks of iv vectors, then single vectors, then single floats; for each
+ * block, nodes nb at a time, then one at a time. The block of P a block of
+ * outputs reads (R rows of iv * vl floats) stays in cache across the nodes. */
+static void emit_tiled(CgEmit *E, const IlirStmt *s) {
+  CgTile T = {s, NULL, NULL, {0}, 0, 0};
+  if (!ilir_tiled_parts(E->k, s, &T.outs, &T.store)) {
+    fail(E, E->i64, "register tile of unknown form, tile_nodes", s->tile_nodes);
+    return;
+  }
+  T.nterms = ilir_sum_terms(T.store->value, T.terms, MAX_TERMS);
+  T.I = T.outs->hi->ival;
+  LLVMValueRef lo = emit_expr(E, s->lo), hi = emit_expr(E, s->hi);
+  thread_share(E, &lo, &hi);
+  int vl = E->vec_floats, nb = s->tile_nodes < 8 ? s->tile_nodes : 8;
+  int iv = s->tile_outs / vl;
+  while (iv > 1 && (nb * iv + iv + 2 > E->vec_regs || nb * iv > MAX_ACC)) iv--;
+  if (iv < 1) iv = 1;
+  long full = T.I - T.I % ((long)iv * vl), vec = T.I - T.I % vl;
+  const struct { long from, to; int iv, vl; } seg[3] = {
+      {0, full, iv, vl}, {full, vec, 1, vl}, {vec, T.I, 1, 1}};
+  for (int g = 0; g < 3 && !E->failed; g++) {
+    if (seg[g].from >= seg[g].to) continue;
+    CgLoop Li, Ln, Lr;
+    loop_open(E, &Li, const_i64(E, seg[g].from), const_i64(E, seg[g].to), "i0");
+    LLVMValueRef rest = lo;
+    if (nb > 1) {
+      LLVMValueRef count = LLVMBuildSDiv(E->b, LLVMBuildSub(E->b, hi, lo, ""),
+                                         const_i64(E, nb), "");
+      rest = LLVMBuildAdd(E->b, lo, LLVMBuildMul(E->b, count, const_i64(E, nb), ""), "");
+      loop_open(E, &Ln, lo, rest, "n0");
+      emit_tile(E, &T, Ln.iv, nb, Li.iv, seg[g].iv, seg[g].vl);
+      loop_close_by(E, &Ln, nb);
+    }
+    loop_open(E, &Lr, rest, hi, "n");
+    emit_tile(E, &T, Lr.iv, 1, Li.iv, seg[g].iv, seg[g].vl);
+    loop_close(E, &Lr);
+    loop_close_by(E, &Li, (long)seg[g].iv * seg[g].vl);
+  }
+  if (!E->failed) E->vars[s->var->id] = E->vars[T.outs->var->id] = NULL;
 }
 
 static void emit_if(CgEmit *E, const IlirStmt *s) {
@@ -439,6 +587,17 @@ static void entry_function(CgEmit *E, LLVMValueRef body) {
   free(args);
 }
 
+/* The host's vector registers: 32 of 16 floats with AVX-512, 16 of 8 with
+ * AVX, 16 of 4 otherwise (the SSE / NEON width). */
+static void host_vectors(CgEmit *E) {
+  char *features = LLVMGetHostCPUFeatures();
+  bool avx512 = features && strstr(features, "+avx512f");
+  bool avx = features && strstr(features, "+avx,");
+  LLVMDisposeMessage(features);
+  E->vec_floats = avx512 ? 16 : avx ? 8 : 4;
+  E->vec_regs = avx512 ? 32 : 16;
+}
+
 static void init_types(CgEmit *E) {
   E->i1 = LLVMInt1TypeInContext(E->ctx);
   E->i32 = LLVMInt32TypeInContext(E->ctx);
@@ -458,6 +617,7 @@ bool cg_emit_module(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel *k,
   E.diag = diag;
   E.b = LLVMCreateBuilderInContext(ctx);
   init_types(&E);
+  host_vectors(&E);
   E.bufs = ctx_xmalloc(((size_t)k->nbufs + 1) * sizeof *E.bufs);
   E.vars = calloc((size_t)k->nvars + 1, sizeof *E.vars);
   if (!E.vars) ctx_oom();

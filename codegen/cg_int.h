@@ -13,6 +13,12 @@
 bool cg_emit_module(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel *k,
                     CtxDiag *diag);
 
+/* exp, tanh and sigmoid of the float [x] as straight-line IR at [b]'s
+ * position (cg_math.c: accuracy and range there). */
+LLVMValueRef cg_math_exp(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef x);
+LLVMValueRef cg_math_tanh(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef x);
+LLVMValueRef cg_math_sigmoid(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef x);
+
 /* A TargetMachine for the host CPU (its name and features), O3, or NULL after
  * reporting an internal compiler error; [pic]: position-independent code for
  * an object file (ctx build), else for the JIT. */

@@ -82,6 +82,10 @@ int ctx_pipeline_check(CtxSession *s);
  * RA. Returns NULL after any error (reported to the session's diagnostics). */
 RaProgram *ctx_pipeline_ra(CtxSession *s, const char *path);
 
+/* RA -> ILIR with the default schedule's transformations applied (those not
+ * turned off by --disable); NULL after reporting errors. */
+IlirKernel *ctx_pipeline_kernel(CtxSession *s, const RaProgram *p);
+
 /* ctx run: reads one option of the verb at argv[*i] (advancing [*i] past its
  * value) into s->opts.run. Returns CTX_OPT_NOT_MINE for an option it does not
  * know, CTX_OPT_TAKEN, or CTX_OPT_BAD after printing a usage error. */

@@ -265,9 +265,12 @@ static void model_tables(CtxBuf *c, const CtxBuild *b) {
   const char *n = b->name;
   ctx_buf_printf(c, "static const CtxrtModelBuf %s_bufs[] = {\n", n);
   for (int32_t i = 0; i < d->num_bufs; i++)
-    ctx_buf_printf(c, "  {%d, %lld, %d}, /* %s */\n", (int)d->bufs[i].kind,
-                   (long long)d->bufs[i].size, (int)d->bufs[i].param, b->k->bufs[i].name);
-  ctx_buf_printf(c, "  {0, 0, -1}\n};\n\nstatic const CtxrtParam %s_params[] = {\n", n);
+    ctx_buf_printf(c, "  {%d, %lld, %d, %lld, %lld, %lld, %lld}, /* %s */\n",
+                   (int)d->bufs[i].kind, (long long)d->bufs[i].size, (int)d->bufs[i].param,
+                   (long long)d->bufs[i].off, (long long)d->bufs[i].stride,
+                   (long long)d->bufs[i].rows, (long long)d->bufs[i].cols,
+                   b->k->bufs[i].name);
+  ctx_buf_printf(c, "  {0, 0, -1, 0, 0, 0, 0}\n};\n\nstatic const CtxrtParam %s_params[] = {\n", n);
   for (int32_t i = 0; i < d->num_params; i++) {
     ctx_buf_printf(c, "  {\"%s\", %d, {", d->params[i].name, (int)d->params[i].ndim);
     for (int32_t k = 0; k < d->params[i].ndim; k++)
@@ -416,7 +419,7 @@ static int write_sources(const CtxBuild *b) {
 
 /* Lowers the model, writes its object file, sources and libraries. */
 static int build_all(CtxBuild *b) {
-  b->k = ilir_lower(b->s->arena, &b->s->diag, b->p);
+  b->k = ctx_pipeline_kernel(b->s, b->p);
   char *kernel_o = out_path(b, "", "_kernel.o");
   int rc = 0;
   if (!b->k || !cg_emit_object(b->k, kernel_o, &b->s->diag)) {

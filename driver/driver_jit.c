@@ -75,7 +75,14 @@ void ctx_model_desc_init(CtxModelDesc *m, const RaProgram *p, const IlirKernel *
   for (int b = 0; b < k->nbufs; b++) {
     m->bufs[b].kind = (int32_t)k->bufs[b].kind;
     m->bufs[b].size = k->bufs[b].size;
-    m->bufs[b].param = k->bufs[b].kind == ILIR_BUF_PARAM ? k->bufs[b].index : -1;
+    bool param = k->bufs[b].kind == ILIR_BUF_PARAM || k->bufs[b].kind == ILIR_BUF_PACKED;
+    m->bufs[b].param = param ? k->bufs[b].index : -1;
+    if (k->bufs[b].kind == ILIR_BUF_PACKED) {
+      m->bufs[b].off = k->bufs[b].pack.off;
+      m->bufs[b].stride = k->bufs[b].pack.stride;
+      m->bufs[b].rows = k->bufs[b].pack.rows;
+      m->bufs[b].cols = k->bufs[b].pack.cols;
+    }
   }
   m->bound = ctx_input_spec(p, &m->desc.spec);
   CtxrtModelDesc *d = &m->desc;

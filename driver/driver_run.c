@@ -457,7 +457,7 @@ static int report(const CtxRun *r) {
 static int compile_kernel(CtxRun *r) {
 #ifdef CTX_HAVE_JIT
   if (r->o->interp) return 0;
-  r->k = ilir_lower(r->s->arena, &r->s->diag, r->p);
+  r->k = ctx_pipeline_kernel(r->s, r->p);
   if (r->k) r->jit = cg_jit_compile(r->k, &r->s->diag);
   if (r->jit) return 0;
   int rc = ctx_session_exit_code(r->s);

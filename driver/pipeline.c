@@ -86,6 +86,12 @@ AstFile *ctx_pipeline_parse(CtxSession *s, const char *path) {
   return f;
 }
 
+IlirKernel *ctx_pipeline_kernel(CtxSession *s, const RaProgram *p) {
+  IlirKernel *k = ilir_lower(s->arena, &s->diag, p);
+  SchedPlan plan = sched_default_plan(p->disabled);
+  return k && sched_apply(s->arena, &s->diag, k, &plan) ? k : NULL;
+}
+
 /* Checks the model file [f] through sema, RA and ILIR and prints the dump
  * the options ask for; returns its RA (NULL after errors, or for a module). */
 static RaProgram *check_model(CtxSession *s, AstFile *f, int errors) {
@@ -96,7 +102,7 @@ static RaProgram *check_model(CtxSession *s, AstFile *f, int errors) {
                        : NULL;
   if (!m || !m->output_func || s->diag.errors > errors) return NULL; /* or a module */
   RaProgram *p = ra_build(s->arena, &s->diag, m, s->opts.disabled);
-  IlirKernel *k = p ? ilir_lower(s->arena, &s->diag, p) : NULL;
+  IlirKernel *k = p ? ctx_pipeline_kernel(s, p) : NULL;
   CtxBuf b;
   ctx_buf_init(&b);
   if (p && s->opts.dump == DUMP_RA) ra_print(&b, p);

@@ -34,15 +34,26 @@ typedef enum {
   ILIR_BUF_SCRATCH,   /* f32[(num_nodes + 1) * size]: an operator's value per node */
   ILIR_BUF_DEP,       /* i32[num_nodes * K]: dependency ids, num_nodes when absent */
   ILIR_BUF_NUM_DEPS,  /* i32[num_nodes] */
-  ILIR_BUF_LEVELS     /* i32[num_levels + 1]: level l is ids [levels[l], levels[l+1]) */
+  ILIR_BUF_LEVELS,    /* i32[num_levels + 1]: level l is ids [levels[l], levels[l+1]) */
+  ILIR_BUF_PACKED     /* f32[rows * cols]: a block of parameter [index], transposed
+                         once when the weights are loaded (IlirPack) */
 } IlirBufKind;
+
+/* A PACKED buffer's layout: packed[r * cols + c] = param[off + c * stride + r]
+ * for c in [0, cols), r in [0, rows) — the columns of a matrix product's
+ * weight block made rows, so that a register tile reads a row of outputs'
+ * weights with one vector load. */
+typedef struct {
+  long off, stride, rows, cols;
+} IlirPack;
 
 typedef struct {
   const char *name;
   IlirBufKind kind;
   long size;  /* elements per node (VALUES, RESULT, SCRATCH) or in all (PARAM) */
-  int index;  /* RA parameter / function / operator it holds */
+  int index;  /* RA parameter (PARAM, PACKED) / function / operator it holds */
   int func;   /* SCRATCH: the function of the operator */
+  IlirPack pack; /* PACKED */
 } IlirBuf;
 
 /* ---- expressions ----------------------------------------------------------------- */
@@ -120,6 +131,13 @@ struct IlirStmt {
   IlirExpr *lo, *hi;
   IlirLoopKind loop;
   IlirBlock body;
+  /* A NODES loop with tile_nodes > 0 is a register-tiled matrix product
+   * (sched_apply): its body is one loop `for i in [0, I) { out[idx] = T }`
+   * where idx moves by one element per i and T is a sum of terms
+   * `sum(r in [0, R)) x * P[r * I + i]`, x not reading i and P a PACKED
+   * buffer. It means exactly that loop nest; codegen computes it
+   * tile_nodes nodes x tile_outs outputs at a time in registers. */
+  int tile_nodes, tile_outs;
   /* STORE */
   int buf;
   IlirExpr *index, *value;
@@ -141,6 +159,7 @@ typedef struct {
   int out_buf;
   long out_off, out_size;
   int levels_buf, num_deps_buf, dep_buf, values_buf, ivalues_buf;
+  unsigned disabled; /* the RaProgram's RA_OPT_* bits turned off (codegen reads some) */
 } IlirKernel;
 
 /* The kernel's calling convention (codegen emits exactly this signature):
@@ -170,6 +189,21 @@ IlirExpr *ilir_select(CtxArena *a, IlirExpr *c, IlirExpr *x, IlirExpr *y);
 IlirExpr *ilir_to_f32(CtxArena *a, IlirExpr *x);
 IlirExpr *ilir_reduce(CtxArena *a, int op, IlirVar *v, IlirExpr *lo, IlirExpr *hi,
                       IlirExpr *body);
+
+/* Index analysis. ILIR_NONLINEAR: [e] is not linear in [v] (a load whose
+ * index involves v, a product of variables). */
+enum { ILIR_NONLINEAR = -1 };
+/* The coefficient of [v] in the integer expression [e], or ILIR_NONLINEAR. */
+long ilir_coef(const IlirExpr *e, const IlirVar *v);
+/* Does [e] mention [v] anywhere (indices of loads included)? */
+bool ilir_uses(const IlirExpr *e, const IlirVar *v);
+/* The terms of the float sum tree [e] (a + b + ...) into [terms] (at most
+ * [cap]); returns their number, which may exceed cap. */
+int ilir_sum_terms(IlirExpr *e, IlirExpr **terms, int cap);
+/* Is [s] a register-tiled product as IlirStmt describes? On success
+ * [*out_loop] is its output loop and [*store] the store inside. */
+bool ilir_tiled_parts(const IlirKernel *k, const IlirStmt *s, const IlirStmt **out_loop,
+                      const IlirStmt **store);
 IlirVar *ilir_new_var(CtxArena *a, IlirKernel *k, const char *name);
 IlirStmt *ilir_loop(CtxArena *a, IlirVar *v, IlirExpr *lo, IlirExpr *hi, IlirLoopKind kind,
                     IlirBlock body);

@@ -40,6 +40,7 @@ IlirExpr *ilir_arg(CtxArena *a, long which) {
 IlirType ilir_buf_type(IlirBufKind kind) {
   switch (kind) {
   case ILIR_BUF_PARAM: case ILIR_BUF_VALUES: case ILIR_BUF_RESULT: case ILIR_BUF_SCRATCH:
+  case ILIR_BUF_PACKED:
     return ILIR_F32;
   default:
     return ILIR_I64;
@@ -136,4 +137,85 @@ IlirStmt *ilir_store(CtxArena *a, int buf, IlirExpr *index, IlirExpr *value) {
   s->index = index;
   s->value = value;
   return s;
+}
+
+/* ---- index analysis ---------------------------------------------------------------- */
+
+long ilir_coef(const IlirExpr *e, const IlirVar *v) {
+  switch (e->kind) {
+  case ILIR_CONST: case ILIR_ARG: return 0;
+  case ILIR_VAR: return e->var == v;
+  case ILIR_LOAD: return ilir_coef(e->a, v) == 0 ? 0 : ILIR_NONLINEAR;
+  case ILIR_BINARY: {
+    long a = ilir_coef(e->a, v), b = ilir_coef(e->b, v);
+    if (a == ILIR_NONLINEAR || b == ILIR_NONLINEAR) return ILIR_NONLINEAR;
+    if (e->op == ILIR_ADD) return a + b;
+    if (e->op == ILIR_SUB) return a - b;
+    if (e->op == ILIR_MUL && e->b->kind == ILIR_CONST) return a * e->b->ival;
+    if (e->op == ILIR_MUL && e->a->kind == ILIR_CONST) return b * e->a->ival;
+    return a == 0 && b == 0 ? 0 : ILIR_NONLINEAR;
+  }
+  default: return ILIR_NONLINEAR;
+  }
+}
+
+bool ilir_uses(const IlirExpr *e, const IlirVar *v) {
+  if (!e) return false;
+  if ((e->kind == ILIR_VAR || e->kind == ILIR_REDUCE) && e->var == v) return true;
+  return ilir_uses(e->a, v) || ilir_uses(e->b, v) || ilir_uses(e->c, v) ||
+         ilir_uses(e->lo, v) || ilir_uses(e->hi, v);
+}
+
+static int sum_terms(IlirExpr *e, IlirExpr **terms, int n, int cap) {
+  if (e->kind == ILIR_BINARY && e->op == ILIR_ADD && e->type == ILIR_F32)
+    return sum_terms(e->b, terms, sum_terms(e->a, terms, n, cap), cap);
+  if (n < cap) terms[n] = e;
+  return n + 1;
+}
+
+int ilir_sum_terms(IlirExpr *e, IlirExpr **terms, int cap) {
+  return sum_terms(e, terms, 0, cap);
+}
+
+/* Is [e] exactly r * I + i? */
+static bool packed_index(const IlirExpr *e, const IlirVar *r, long I, const IlirVar *i) {
+  if (e->kind != ILIR_BINARY || e->op != ILIR_ADD) return false;
+  const IlirExpr *m = e->a;
+  return e->b->kind == ILIR_VAR && e->b->var == i && m->kind == ILIR_BINARY &&
+         m->op == ILIR_MUL && m->a->kind == ILIR_VAR && m->a->var == r &&
+         m->b->kind == ILIR_CONST && m->b->ival == I;
+}
+
+/* Is [t] a term sum(r in [0, R)) x * P[r * I + i] of a tiled product? */
+static bool tiled_term(const IlirKernel *k, const IlirExpr *t, long I, const IlirVar *i) {
+  if (t->kind != ILIR_REDUCE || t->op != ILIR_SUM || t->lo->kind != ILIR_CONST ||
+      t->lo->ival != 0 || t->hi->kind != ILIR_CONST)
+    return false;
+  const IlirExpr *m = t->a, *w = m->b;
+  if (m->kind != ILIR_BINARY || m->op != ILIR_MUL || w->kind != ILIR_LOAD) return false;
+  if (w->buf < 0 || w->buf >= k->nbufs || k->bufs[w->buf].kind != ILIR_BUF_PACKED) return false;
+  const IlirPack *pk = &k->bufs[w->buf].pack;
+  return pk->cols == I && pk->rows == t->hi->ival && packed_index(w->a, t->var, I, i) &&
+         !ilir_uses(m->a, i);
+}
+
+bool ilir_tiled_parts(const IlirKernel *k, const IlirStmt *s, const IlirStmt **out_loop,
+                      const IlirStmt **store) {
+  if (s->kind != ILIR_LOOP || s->loop != ILIR_LOOP_NODES || s->tile_nodes <= 0 ||
+      s->tile_outs <= 0 || s->body.n != 1)
+    return false;
+  const IlirStmt *il = s->body.stmts[0];
+  if (il->kind != ILIR_LOOP || il->body.n != 1 || il->lo->kind != ILIR_CONST ||
+      il->lo->ival != 0 || il->hi->kind != ILIR_CONST || il->body.stmts[0]->kind != ILIR_STORE)
+    return false;
+  const IlirStmt *st = il->body.stmts[0];
+  if (ilir_coef(st->index, il->var) != 1) return false;
+  IlirExpr *terms[16];
+  int n = ilir_sum_terms(st->value, terms, 16);
+  if (n > 16) return false;
+  for (int t = 0; t < n; t++)
+    if (!tiled_term(k, terms[t], il->hi->ival, il->var)) return false;
+  *out_loop = il;
+  *store = st;
+  return true;
 }

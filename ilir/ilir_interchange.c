@@ -18,29 +18,6 @@
  */
 #include "ilir/ilir_int.h"
 
-enum { NONLINEAR = -1 };
-
-/* The coefficient of [v] in the index expression [e] when [e] is linear in
- * it; NONLINEAR otherwise (a load whose index involves v, a product of
- * variables). */
-static long coef(const IlirExpr *e, const IlirVar *v) {
-  switch (e->kind) {
-  case ILIR_CONST: case ILIR_ARG: return 0;
-  case ILIR_VAR: return e->var == v;
-  case ILIR_LOAD: return coef(e->a, v) == 0 ? 0 : NONLINEAR;
-  case ILIR_BINARY: {
-    long a = coef(e->a, v), b = coef(e->b, v);
-    if (a == NONLINEAR || b == NONLINEAR) return NONLINEAR;
-    if (e->op == ILIR_ADD) return a + b;
-    if (e->op == ILIR_SUB) return a - b;
-    if (e->op == ILIR_MUL && e->b->kind == ILIR_CONST) return a * e->b->ival;
-    if (e->op == ILIR_MUL && e->a->kind == ILIR_CONST) return b * e->a->ival;
-    return a == 0 && b == 0 ? 0 : NONLINEAR;
-  }
-  default: return NONLINEAR;
-  }
-}
-
 typedef struct {
   const IlirVar *j, *k;
   int out_buf;
@@ -52,9 +29,9 @@ typedef struct {
 static void scan(Scan *s, const IlirExpr *e) {
   if (!e) return;
   if (e->kind == ILIR_LOAD) {
-    long cj = coef(e->a, s->j), ck = coef(e->a, s->k);
-    if (e->buf == s->out_buf || cj == NONLINEAR || (cj != 0 && cj != 1)) s->ok = false;
-    if (cj == 1 && (ck == NONLINEAR || ck > 1 || ck < -1)) s->strided = true;
+    long cj = ilir_coef(e->a, s->j), ck = ilir_coef(e->a, s->k);
+    if (e->buf == s->out_buf || cj == ILIR_NONLINEAR || (cj != 0 && cj != 1)) s->ok = false;
+    if (cj == 1 && (ck == ILIR_NONLINEAR || ck > 1 || ck < -1)) s->strided = true;
     scan(s, e->a);
     return;
   }
@@ -62,17 +39,9 @@ static void scan(Scan *s, const IlirExpr *e) {
   scan(s, e->a), scan(s, e->b), scan(s, e->c);
 }
 
-/* The terms of a sum tree [e] into [terms]; at most [cap]. */
-static int terms_of(IlirExpr *e, IlirExpr **terms, int n, int cap) {
-  if (e->kind == ILIR_BINARY && e->op == ILIR_ADD && e->type == ILIR_F32)
-    return terms_of(e->b, terms, terms_of(e->a, terms, n, cap), cap);
-  if (n < cap) terms[n] = e;
-  return n + 1;
-}
-
 static bool movable(const IlirStmt *loop, const IlirExpr *r, int out_buf) {
   if (r->kind != ILIR_REDUCE || r->op != ILIR_SUM) return false;
-  if (coef(r->lo, loop->var) != 0 || coef(r->hi, loop->var) != 0) return false;
+  if (ilir_coef(r->lo, loop->var) != 0 || ilir_coef(r->hi, loop->var) != 0) return false;
   Scan s = {loop->var, r->var, out_buf, true, false};
   scan(&s, r->a);
   return s.ok && s.strided;
@@ -89,9 +58,9 @@ static IlirBlock one(CtxArena *a, IlirStmt *s) {
 static IlirBlock *interchange(CtxArena *a, const IlirKernel *k, const IlirStmt *loop) {
   if (loop->body.n != 1 || loop->body.stmts[0]->kind != ILIR_STORE) return NULL;
   const IlirStmt *st = loop->body.stmts[0];
-  if (coef(st->index, loop->var) != 1) return NULL;
+  if (ilir_coef(st->index, loop->var) != 1) return NULL;
   IlirExpr *terms[16];
-  int n = terms_of(st->value, terms, 0, 16), moved = 0;
+  int n = ilir_sum_terms(st->value, terms, 16), moved = 0;
   if (n > 16) return NULL;
   IlirExpr *rest = NULL;
   IlirBlock *out = CTX_NEW(a, IlirBlock);

@@ -34,7 +34,7 @@ typedef struct {
 static int add_buf(Lower *L, const char *name, IlirBufKind kind, long size, int index,
                    int func) {
   IlirBuf *b = CTX_NEW(L->a, IlirBuf);
-  *b = (IlirBuf){name, kind, size, index, func};
+  *b = (IlirBuf){name, kind, size, index, func, {0, 0, 0, 0}};
   ctx_vec_push(L->a, &L->bufs, b);
   return L->bufs.len - 1;
 }
@@ -326,6 +326,7 @@ IlirKernel *ilir_lower(CtxArena *arena, CtxDiag *diag, const RaProgram *p) {
   L.k = CTX_NEW(arena, IlirKernel);
   L.k->name = ctx_arena_printf(arena, "ctx_%s_kernel", p->name);
   L.k->max_deps = p->max_arity;
+  L.k->disabled = p->disabled;
   L.k->values_per_node = p->values_per_node;
   declare_buffers(&L);
   L.k->bufs = CTX_NEW_ARRAY(arena, IlirBuf, L.bufs.len);

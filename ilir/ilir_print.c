@@ -20,7 +20,7 @@ static const char *const bin_names[] = {"+", "-", "*", "/", "==", "!=", "<", "<=
                                         ">", ">=", "&&", "||", "sum", "max"};
 static const char *const buf_kinds[] = {"param f32", "values f32", "values i32",
                                         "result f32", "scratch f32", "dep i32",
-                                        "num_deps i32", "levels i32"};
+                                        "num_deps i32", "levels i32", "packed f32"};
 static const char *const loop_kinds[] = {"", "levels ", "nodes ", "parallel ", "vector ",
                                          "unroll "};
 
@@ -87,7 +87,10 @@ static void print_block(CtxBuf *out, const IlirKernel *k, const IlirBlock *b, in
       print_expr(out, k, s->lo);
       ctx_buf_puts(out, ", ");
       print_expr(out, k, s->hi);
-      ctx_buf_puts(out, ") {\n");
+      ctx_buf_putc(out, ')');
+      if (s->tile_nodes)
+        ctx_buf_printf(out, " register tile %d nodes x %d outputs", s->tile_nodes, s->tile_outs);
+      ctx_buf_puts(out, " {\n");
       print_block(out, k, &s->body, level + 1);
     } else if (s->kind == ILIR_STORE) {
       ctx_buf_printf(out, "%s[", k->bufs[s->buf].name);
@@ -112,14 +115,27 @@ static void print_block(CtxBuf *out, const IlirKernel *k, const IlirBlock *b, in
   }
 }
 
+/* The name of RA parameter [index]'s buffer. */
+static const char *param_name(const IlirKernel *k, int index) {
+  for (int i = 0; i < k->nbufs; i++)
+    if (k->bufs[i].kind == ILIR_BUF_PARAM && k->bufs[i].index == index) return k->bufs[i].name;
+  return "?";
+}
+
 void ilir_print(CtxBuf *out, const IlirKernel *k) {
   ctx_buf_printf(out, "kernel %s (K = %ld, V = %ld)\n", k->name, k->max_deps,
                  k->values_per_node);
   for (int i = 0; i < k->nbufs; i++) {
     const IlirBuf *b = &k->bufs[i];
-    bool per_node = b->kind != ILIR_BUF_PARAM && b->kind != ILIR_BUF_LEVELS;
-    ctx_buf_printf(out, "  buf %d %s: %s[%s%ld]\n", i, b->name, buf_kinds[b->kind],
+    bool per_node = b->kind != ILIR_BUF_PARAM && b->kind != ILIR_BUF_LEVELS &&
+                    b->kind != ILIR_BUF_PACKED;
+    ctx_buf_printf(out, "  buf %d %s: %s[%s%ld]", i, b->name, buf_kinds[b->kind],
                    per_node ? "nodes x " : "", b->size);
+    if (b->kind == ILIR_BUF_PACKED)
+      ctx_buf_printf(out, " = %s[%ld + c * %ld + r] at [r * %ld + c], r < %ld",
+                     param_name(k, b->index), b->pack.off, b->pack.stride, b->pack.cols,
+                     b->pack.rows);
+    ctx_buf_putc(out, '\n');
   }
   ctx_buf_printf(out, "  output: %s[n * %ld + %ld ...], %ld values\n",
                  k->bufs[k->out_buf].name, k->bufs[k->out_buf].size, k->out_off, k->out_size);
@@ -188,6 +204,9 @@ static void verify_block(Verify *V, const IlirBlock *b) {
     if (s->kind == ILIR_LOOP) {
       verify_expr(V, s->lo), verify_expr(V, s->hi);
       if (V->live[s->var->id]) fail(V, "a loop rebinds a live variable");
+      const IlirStmt *il, *st;
+      if (s->tile_nodes && !ilir_tiled_parts(V->k, s, &il, &st))
+        fail(V, "a register tile that is not a product of packed weights");
       V->live[s->var->id] = 1;
       verify_block(V, &s->body);
       V->live[s->var->id] = 0;

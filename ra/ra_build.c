@@ -282,8 +282,13 @@ unsigned ra_opt_lookup(const char *name, const char **names) {
   static const struct { const char *name; unsigned bit; } opts[] = {
       {"concat-split", RA_OPT_CONCAT_SPLIT},
       {"product-ops", RA_OPT_PRODUCT_OPS},
-      {"interchange", RA_OPT_INTERCHANGE}};
-  if (names) *names = "concat-split, product-ops, interchange";
+      {"interchange", RA_OPT_INTERCHANGE},
+      {"specialize-leaf", RA_OPT_SPECIALIZE_LEAF},
+      {"register-tile", RA_OPT_REGISTER_TILE},
+      {"vector-math", RA_OPT_VECTOR_MATH}};
+  if (names)
+    *names = "concat-split, product-ops, interchange, specialize-leaf, register-tile, "
+             "vector-math";
   for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
     if (strcmp(opts[i].name, name) == 0) return opts[i].bit;
   return 0;

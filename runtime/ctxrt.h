@@ -563,12 +563,16 @@ typedef enum CtxrtBufKind {
   CTXRT_BUF_DEP = 5,      /* i32[num_nodes * K]: num_nodes where absent */
   CTXRT_BUF_NUM_DEPS = 6, /* i32[num_nodes] */
   CTXRT_BUF_LEVELS = 7,   /* i32[num_levels + 1] */
+  CTXRT_BUF_PACKED = 8,   /* f32[rows * cols]: a block of parameter [param],
+                             transposed when the model is created: packed[r * cols
+                             + c] = param[off + c * stride + r] */
 } CtxrtBufKind;
 
 typedef struct CtxrtModelBuf {
   int32_t kind;  /* a CtxrtBufKind */
-  int64_t size;  /* floats per node (RESULT, SCRATCH), in all (PARAM) */
-  int32_t param; /* PARAM: the index into the descriptor's params */
+  int64_t size;  /* floats per node (RESULT, SCRATCH), in all (PARAM, PACKED) */
+  int32_t param; /* PARAM, PACKED: the index into the descriptor's params */
+  int64_t off, stride, rows, cols; /* PACKED: the block (CTXRT_BUF_PACKED) */
 } CtxrtModelBuf;
 
 typedef struct CtxrtModelDesc {

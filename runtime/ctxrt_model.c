@@ -23,7 +23,7 @@ struct CtxrtModel {
   const CtxrtModelDesc *d;
   CtxrtWeights *owned;  /* ctxrt_model_load's weights, or NULL */
   void **bufs;          /* [num_bufs]: what the kernel gets */
-  float **rows;         /* [num_bufs]: RESULT and SCRATCH rows */
+  float **rows;         /* [num_bufs]: RESULT and SCRATCH rows, PACKED copies */
   size_t *rows_cap;     /* [num_bufs]: their capacities in floats */
   int32_t *dep;         /* the DEP buffer: lin->dep with -1 -> num_nodes */
   size_t dep_cap;
@@ -37,21 +37,49 @@ struct CtxrtModel {
   int32_t team_want;    /* the count [team] was created for */
 };
 
-/* Points the PARAM buffers of [m] at the tensors of [w]. */
+/* [b]'s block of [t] transposed (CTXRT_BUF_PACKED) into a new array; NULL
+ * when out of memory. */
+static float *pack(const CtxrtModelBuf *b, const CtxrtTensor *t) {
+  float *p = malloc((size_t)(b->rows * b->cols + 1) * sizeof *p);
+  if (!p) return NULL;
+  for (int64_t c = 0; c < b->cols; c++)
+    for (int64_t r = 0; r < b->rows; r++)
+      p[r * b->cols + c] = t->data[b->off + c * b->stride + r];
+  return p;
+}
+
+/* Does [b]'s block lie inside a parameter of [numel] floats? */
+static bool pack_fits(const CtxrtModelBuf *b, int64_t numel) {
+  if (b->rows <= 0 || b->cols <= 0 || b->off < 0 || b->stride < 0 ||
+      b->size != b->rows * b->cols)
+    return false;
+  return b->off + (b->cols - 1) * b->stride + b->rows <= numel;
+}
+
+/* Points the PARAM buffers of [m] at the tensors of [w] and fills the PACKED
+ * ones from them. */
 static CtxrtStatus bind_params(CtxrtModel *m, const CtxrtWeights *w, CtxrtError *err) {
   const CtxrtModelDesc *d = m->d;
   for (int32_t b = 0; b < d->num_bufs; b++) {
-    if (d->bufs[b].kind != CTXRT_BUF_PARAM) continue;
-    int32_t pi = d->bufs[b].param;
+    const CtxrtModelBuf *mb = &d->bufs[b];
+    if (mb->kind != CTXRT_BUF_PARAM && mb->kind != CTXRT_BUF_PACKED) continue;
+    int32_t pi = mb->param;
     if (pi < 0 || pi >= d->num_params)
       return ctxrt__err(err, CTXRT_ERR_ARG, NULL, 0, "model '%s': bad parameter index %d",
                         d->name, (int)pi);
     const CtxrtTensor *t = ctxrt_weights_find(w, d->params[pi].name);
-    if (!t || t->numel != d->bufs[b].size)
+    bool sized = mb->kind == CTXRT_BUF_PARAM ? t && t->numel == mb->size
+                                            : t && pack_fits(mb, t->numel);
+    if (!sized)
       return ctxrt__err(err, CTXRT_ERR_INVALID, NULL, 0,
                         "model '%s': %s parameter '%s' in the weights", d->name,
                         t ? "mis-sized" : "no", d->params[pi].name);
-    m->bufs[b] = t->data;
+    if (mb->kind == CTXRT_BUF_PARAM) {
+      m->bufs[b] = t->data;
+    } else {
+      if (!(m->rows[b] = pack(mb, t))) return ctxrt__nomem(err, NULL);
+      m->bufs[b] = m->rows[b];
+    }
   }
   return CTXRT_OK;
 }
@@ -180,7 +208,7 @@ static bool bind_buffers(CtxrtModel *m, const CtxrtLinear *lin) {
   for (int32_t b = 0; b < m->d->num_bufs; b++) {
     void *data = NULL;
     switch ((CtxrtBufKind)m->d->bufs[b].kind) {
-    case CTXRT_BUF_PARAM: continue;
+    case CTXRT_BUF_PARAM: case CTXRT_BUF_PACKED: continue;
     case CTXRT_BUF_VALUES: data = lin->val; break;
     case CTXRT_BUF_IVALUES: data = lin->ival; break;
     case CTXRT_BUF_DEP:

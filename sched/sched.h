@@ -15,7 +15,7 @@
 #ifndef CTX_SCHED_H
 #define CTX_SCHED_H
 
-#include "ra/ra.h"
+#include "ilir/ilir.h"
 
 typedef enum {
   SCHED_DYNAMIC_BATCH, SCHED_SPECIALIZE, SCHED_FUSE, SCHED_HOIST, SCHED_DENSE,
@@ -56,5 +56,21 @@ typedef struct {
  * reporting errors to [diag]. */
 Schedule *sched_check(CtxArena *arena, CtxDiag *diag, const AstItem *item,
                       const RaProgram *p);
+
+/* ---- applying a schedule (sched_apply.c) ------------------------------------------ */
+
+/* The transformations to apply to a lowered kernel. */
+typedef struct {
+  bool specialize_leaf;        /* the leaf level as a loop of its own */
+  int tile_nodes, tile_outs;   /* register tiles of level products; 0: none */
+} SchedPlan;
+
+/* The default CPU schedule's plan, without the optimizations [disabled]
+ * (RA_OPT_* bits). */
+SchedPlan sched_default_plan(unsigned disabled);
+
+/* Applies [plan] to [k] in place (new nodes in [arena]) and verifies the
+ * result; false after reporting an internal compiler error to [diag]. */
+bool sched_apply(CtxArena *arena, CtxDiag *diag, IlirKernel *k, const SchedPlan *plan);
 
 #endif

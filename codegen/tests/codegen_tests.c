@@ -305,6 +305,122 @@ START_TEST(threads_agree) {
 }
 END_TEST
 
+/* ---- register tiles: a product of packed weights, odd sizes, 1-3 threads ---- */
+
+enum { TI = 83, TR = 37 }; /* outputs (blocks, one vector, 3 floats), reductions */
+
+/* out[n, i] = sum(r) x[n, r] * P[r * TI + i] + sum(r) y[n, r] * P[r * TI + i] over
+ * nodes [0, num_nodes), tiled 4 nodes x 64 outputs. */
+static void tiled_kernel(T *t) {
+  int x = buf(t, "x", ILIR_BUF_SCRATCH, TR), y = buf(t, "y", ILIR_BUF_SCRATCH, TR);
+  int pk = buf(t, "W.packed", ILIR_BUF_PACKED, TR * TI);
+  t->k->bufs[pk].pack = (IlirPack){0, TR, TR, TI};
+  int out = buf(t, "out", ILIR_BUF_RESULT, TI);
+  IlirVar *n = var(t, "n"), *i = var(t, "i"), *r = var(t, "r"), *r2 = var(t, "r2");
+  IlirExpr *term[2];
+  IlirVar *rv[2] = {r, r2};
+  int src[2] = {x, y};
+  for (int k = 0; k < 2; k++) {
+    IlirExpr *at = bin(t, ILIR_ADD, bin(t, ILIR_MUL, vr(t, rv[k]), ci(t, TI)), vr(t, i));
+    IlirExpr *xv = ld(t, src[k], bin(t, ILIR_ADD, bin(t, ILIR_MUL, vr(t, n), ci(t, TR)),
+                                     vr(t, rv[k])));
+    term[k] = red(t, ILIR_SUM, rv[k], ci(t, 0), ci(t, TR), bin(t, ILIR_MUL, xv, ld(t, pk, at)));
+  }
+  IlirStmt *st = store(t, out, bin(t, ILIR_ADD, bin(t, ILIR_MUL, vr(t, n), ci(t, TI)), vr(t, i)),
+                       bin(t, ILIR_ADD, term[0], term[1]));
+  IlirStmt *nodes = loop(t, n, ci(t, 0), arg(t, 0), loop(t, i, ci(t, 0), ci(t, TI), st));
+  nodes->loop = ILIR_LOOP_NODES;
+  nodes->tile_nodes = 4;
+  nodes->tile_outs = 64;
+  t->k->body = block(t, 1, &nodes);
+  ck_assert(ilir_verify(t->k, &t->diag));
+}
+
+START_TEST(register_tile) {
+  T t;
+  t_init(&t, "ctx_tiled_kernel");
+  tiled_kernel(&t);
+  CgJit *jit;
+  CgKernelFn fn = compile(&t, &jit);
+  static float x[(NN + 1) * TR], y[(NN + 1) * TR], w[TI * TR], pk[TR * TI];
+  static float res[(NN + 1) * TI];
+  for (int k = 0; k < (NN + 1) * TR; k++) {
+    x[k] = (float)((k * 37) % 101) / 50.0f - 1.0f;
+    y[k] = (float)((k * 53) % 89) / 45.0f - 1.0f;
+  }
+  for (int i = 0; i < TI; i++)
+    for (int r = 0; r < TR; r++) {
+      w[i * TR + r] = (float)((i * 31 + r * 17) % 97) / 48.0f - 1.0f;
+      pk[r * TI + i] = w[i * TR + r];
+    }
+  void *bufs[] = {x, y, pk, res};
+  for (int nt = 1; nt <= 3; nt++) {
+    memset(res, 0, sizeof res);
+    run_team(fn, bufs, nt);
+    for (int n = 0; n < NN; n++)
+      for (int i = 0; i < TI; i++) {
+        double want = 0;
+        for (int r = 0; r < TR; r++)
+          want += ((double)x[n * TR + r] + y[n * TR + r]) * w[i * TR + r];
+        ck_assert_msg(close_to(res[n * TI + i], want), "n=%d i=%d: %g, want %g (%d threads)",
+                      n, i, (double)res[n * TI + i], want, nt);
+      }
+    ck_assert_float_eq(res[NN * TI], 0); /* the row after the last node: untouched */
+  }
+  cg_jit_free(jit);
+  t_done(&t);
+}
+END_TEST
+
+/* ---- the inline exp, tanh and sigmoid (cg_math.c) against libm --------------- */
+
+enum { NM = 4000 };
+
+START_TEST(vector_math_accuracy) {
+  T t;
+  t_init(&t, "ctx_math_kernel");
+  int in = buf(&t, "x", ILIR_BUF_SCRATCH, 1);
+  int out[3];
+  static const int ops[3] = {ILIR_EXP, ILIR_TANH, ILIR_SIGMOID};
+  IlirStmt *st[3];
+  IlirVar *n = var(&t, "n");
+  for (int o = 0; o < 3; o++) {
+    out[o] = buf(&t, "y", ILIR_BUF_RESULT, 1);
+    st[o] = store(&t, out[o], vr(&t, n), un(&t, ops[o], ld(&t, in, vr(&t, n))));
+  }
+  IlirStmt *body = ilir_loop(t.a, n, ci(&t, 0), arg(&t, 0), ILIR_LOOP_SERIAL, block(&t, 3, st));
+  t.k->body = block(&t, 1, &body);
+  CgJit *jit;
+  CgKernelFn fn = compile(&t, &jit);
+  static float x[NM + 1], y[3][NM + 1];
+  int m = 0;
+  static const float special[] = {0.0f, -0.0f, 1e-30f, -1e-8f, 1e-3f, 0.0624f, 0.0626f,
+                                  -0.0626f, 88.0f, 88.7f, 88.8f, -87.0f, -87.5f, -104.5f,
+                                  INFINITY, -INFINITY, NAN};
+  for (size_t k = 0; k < sizeof special / sizeof special[0]; k++) x[m++] = special[k];
+  while (m < NM) x[m] = -110.0f + 220.0f * (float)m / NM, m++;
+  void *bufs[] = {x, y[0], y[1], y[2]};
+  fn(bufs, NM, 0, 0, 1, NULL, NULL);
+  for (int k = 0; k < NM; k++) {
+    double v = x[k], e = exp(v), th = tanh(v), sg = 1 / (1 + exp(-v));
+    if (isnan(v)) {
+      ck_assert(isnan(y[0][k]) && isnan(y[1][k]) && isnan(y[2][k]));
+      continue;
+    }
+    if (v > 88.72283935546875) ck_assert(isinf(y[0][k]) && y[0][k] > 0);
+    else if (v < -104) ck_assert_float_eq(y[0][k], 0);
+    else ck_assert_msg(fabs(y[0][k] - e) <= 3e-7 * e + 2e-45, "exp(%.9g) = %.9g", v,
+                       (double)y[0][k]); /* denormals: absolute */
+    double tol = fabs(v) < 0.0625 ? 1e-6 * fabs(th) : 2e-7;
+    ck_assert_msg(fabs(y[1][k] - th) <= tol, "tanh(%.9g) = %.9g", v, (double)y[1][k]);
+    double stol = 3e-7 * sg + (v < -88.72 ? 4e-39 : 2e-45); /* 0 where e^-x is inf */
+    ck_assert_msg(fabs(y[2][k] - sg) <= stol, "sigmoid(%.9g) = %.9g", v, (double)y[2][k]);
+  }
+  cg_jit_free(jit);
+  t_done(&t);
+}
+END_TEST
+
 /* ---- text and errors ------------------------------------------------------------ */
 
 START_TEST(llvm_and_asm_text) {
@@ -316,6 +432,11 @@ START_TEST(llvm_and_asm_text) {
   ctx_buf_init(&as);
   ck_assert(cg_emit_llvm(&ir, t.k, &t.diag));
   ck_assert_ptr_nonnull(strstr(ctx_buf_str(&ir), "define void @ctx_chain_kernel(ptr"));
+  ck_assert_ptr_null(strstr(ctx_buf_str(&ir), "tanhf")); /* inline (cg_math.c) */
+  ctx_buf_free(&ir);
+  ctx_buf_init(&ir);
+  t.k->disabled = RA_OPT_VECTOR_MATH;
+  ck_assert(cg_emit_llvm(&ir, t.k, &t.diag));
   ck_assert_ptr_nonnull(strstr(ctx_buf_str(&ir), "tanhf"));
   ck_assert(cg_emit_asm(&as, t.k, &t.diag));
   ck_assert_ptr_nonnull(strstr(ctx_buf_str(&as), "ctx_chain_kernel:"));
@@ -349,6 +470,8 @@ static Suite *codegen_suite(void) {
   tcase_add_test(tc, max_select_unary);
   tcase_add_test(tc, if_on_num_deps);
   tcase_add_test(tc, threads_agree);
+  tcase_add_test(tc, register_tile);
+  tcase_add_test(tc, vector_math_accuracy);
   tcase_add_test(tc, llvm_and_asm_text);
   tcase_add_test(tc, bad_kernel_is_ice);
   suite_add_tcase(s, tc);

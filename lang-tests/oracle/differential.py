@@ -97,6 +97,13 @@ def all_cases():
              tag="moderate"),
         Case("mvrnn", "random", {"H": 64, "V": 200}, n=10, scale=0.1,
              tag="moderate"),
+        # Sizes that leave every remainder of the register tiles: products of
+        # 144 and 72 (treegru), 120 and 40 (treelstm) outputs, with more nodes
+        # per level than a tile holds.
+        Case("treegru", "random", {"H": 72, "V": 50}, n=25, scale=0.3,
+             tag="tiles"),
+        Case("treelstm", "random", {"H": 40, "V": 50}, n=25, scale=0.3,
+             tag="tiles"),
     ]
     d = SMALL["childsum"]
     cases += [
