@@ -226,19 +226,24 @@ def main():
         ref = os.path.join(work, tag + ".ref.npy")
         sh([a.ctx, "run", mctx, "--interp", "--input", chk, "--weights", wts, "--output", ref]
            + d)
-        outs = {k: os.path.join(work, "%s.%s.npy" % (tag, k)) for k in ("ctx", "blas", "torch")}
+        outs = {k: os.path.join(work, "%s.%s.npy" % (tag, k))
+                for k in ("ctx", "aot", "blas", "torch")}
         for f in outs.values():
             if os.path.exists(f):
                 os.remove(f)
+        aot_dir = os.path.join(work, tag + ".aot")
         if ctx_timed:
             sh([a.ctx, "run", mctx, "--input", chk, "--weights", wts, "--batch", "10",
                 "--output", outs["ctx"]] + d)
+            sh([a.ctx, "build", mctx, "-o", aot_dir] + d)
+            sh([os.path.join(a.bin, "aot_time"), aot_dir, model, "--input", chk,
+                "--weights", wts, "--batch", "10", "--repeat", "1", "--output", outs["aot"]])
         sh([os.path.join(a.bin, "blas_tree"), model, "--input", chk, "--weights", wts,
             "--batch", "10", "--repeat", "1", "--output", outs["blas"]] + d)
         sh([PY, os.path.join(HERE, "baselines", "torch_eager.py"), model, "--input", chk,
             "--weights", wts, "--batch", "10", "--repeat", "1", "--output", outs["torch"]] + d)
-        check = "/".join(close(outs[k], ref) if (k != "ctx" or ctx_timed) else "n/a"
-                         for k in ("ctx", "blas", "torch"))
+        check = "/".join(close(outs[k], ref) if (k not in ("ctx", "aot") or ctx_timed)
+                         else "n/a" for k in ("ctx", "aot", "blas", "torch"))
         # timings
         tr = medians(sh([PY, os.path.join(HERE, "baselines", "torch_eager.py"), model,
                          "--input", inp, "--weights", wts, "--batch", "1,10",
@@ -252,6 +257,12 @@ def main():
                 if m:
                     k = "ctx%d" % t
                     r[k] = min(r.get(k, 1e30), m[0][2])
+            if ctx_timed:
+                m = medians(sh([os.path.join(a.bin, "aot_time"), aot_dir, model, "--input",
+                                inp, "--weights", wts, "--batch", str(batch), "--repeat",
+                                str(reps), "--threads", "1"]))
+                if m:
+                    r["aot1"] = m[0][2]
             for t in (1, 2, 2):
                 m = medians(sh([os.path.join(a.bin, "blas_tree"), model, "--input", inp,
                                 "--weights", wts, "--batch", str(batch), "--repeat", str(reps),
@@ -268,7 +279,7 @@ def main():
             print_row(r, first=len(rows) == 1)
     print()
     print("medians per batch in ms (2-thread columns: the better of two runs); "
-          "limit: one core; check: ctx/blas/torch vs the float64 interpreter")
+          "limit: one core; check: ctx/aot/blas/torch vs the float64 interpreter")
 
 
 def fmt(v):
@@ -282,13 +293,14 @@ def ratio(x, y):
 
 
 def print_row(r, first):
-    cols = ["case", "ctx 1t", "ctx 2t", "blas 1t", "blas 2t", "torch 1t", "torch 2t",
-            "limit", "ctx/limit", "blas/ctx", "torch/ctx", "check"]
+    cols = ["case", "ctx 1t", "ctx 2t", "aot 1t", "blas 1t", "blas 2t", "torch 1t",
+            "torch 2t", "limit", "ctx/limit", "blas/ctx", "torch/ctx", "check"]
     if first:
         print("| " + " | ".join(cols) + " |")
         print("|" + "|".join("---" for _ in cols) + "|")
     c = r.get("ctx1")
-    vals = [r["case"], fmt(c), fmt(r.get("ctx2")), fmt(r.get("blas1")), fmt(r.get("blas2")),
+    vals = [r["case"], fmt(c), fmt(r.get("ctx2")), fmt(r.get("aot1")), fmt(r.get("blas1")),
+            fmt(r.get("blas2")),
             fmt(r.get("torch1")),
             fmt(r.get("torch2")), fmt(r["limit"]), ratio(c, r["limit"]),
             ratio(r.get("blas1"), c), ratio(r.get("torch1"), c), r["check"]]

@@ -254,6 +254,11 @@ static void header_api(CtxBuf *h, const CtxBuild *b) {
                  " * (CTXRT_THREADS, else one per online core). %s_ERR_ARG when negative. */\n"
                  "int %s_set_threads(%s_model *m, int threads, char *err, size_t errlen);\n\n",
                  u, n, n);
+  ctx_buf_printf(h, "/* For programs that drive the runtime library themselves (ctx's\n"
+                 " * runtime/ctxrt.h, linked into this library): the model's descriptor, a\n"
+                 " * `const CtxrtModelDesc *`, for ctxrt_model_load and ctxrt_model_run on\n"
+                 " * forests already read. */\n"
+                 "const void *%s_descriptor(void);\n\n", n);
   ctx_buf_printf(h, "#ifdef __cplusplus\n}\n#endif\n\n#endif /* %s_H */\n", u);
 }
 
@@ -340,8 +345,9 @@ static void model_api(CtxBuf *c, const CtxBuild *b) {
                  "  CtxrtStatus st = ctxrt_model_set_threads((CtxrtModel *)m, threads, &e);\n"
                  "  return %s_status(st, &e, err, errlen);\n}\n\n", n, n, n);
   ctx_buf_printf(c, "int64_t %s_output_size(void) { return %s_desc.out_size; }\n\n"
-                 "void %s_destroy(%s_model *m) { ctxrt_model_destroy((CtxrtModel *)m); }\n",
-                 n, n, n, n);
+                 "void %s_destroy(%s_model *m) { ctxrt_model_destroy((CtxrtModel *)m); }\n\n"
+                 "const void *%s_descriptor(void) { return &%s_desc; }\n",
+                 n, n, n, n, n, n);
 }
 
 static void model_source(CtxBuf *c, const CtxBuild *b) {

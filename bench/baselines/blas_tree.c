@@ -17,6 +17,7 @@
  * usage: blas_tree MODEL --input FILE --weights W.safetensors [-D H=256] [-D V=20000]
  *                   [--batch B] [--repeat R] [--threads T] [--output OUT.npy]
  */
+#include "bench/common/bench_util.h"
 #include "runtime/ctxrt.h"
 
 #include <cblas.h>
@@ -25,7 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef enum { TREEFC, TREEGRU, TREELSTM, CHILDSUM, MVRNN, DAGRNN, SEQLSTM } Model;
 
@@ -45,17 +45,6 @@ typedef struct Bench {
   float *x, *g, *y, *f, *wide;
   size_t cap_nodes, cap_deps;
 } Bench;
-
-static void die(const char *what, const char *msg) {
-  fprintf(stderr, "blas_tree: %s%s%s\n", what, msg ? ": " : "", msg ? msg : "");
-  exit(1);
-}
-
-static void *xmalloc(size_t n) {
-  void *p = aligned_alloc(64, (n + 63) / 64 * 64 + 64);
-  if (!p) die("out of memory", NULL);
-  return p;
-}
 
 static inline float sigm(float v) { return 1.0f / (1.0f + expf(-v)); }
 
@@ -333,73 +322,10 @@ static int set_params(Bench *b, CtxrtParam *ps) {
   return n;
 }
 
-/* Splits [text] into one chunk per batch of [batch] structures (PTB: a tree a
- * line; node lists: a structure from its kind line) and parses each. */
-static CtxrtForest **read_batches(const char *path, bool ptb, int batch, int *nb) {
-  FILE *fp = fopen(path, "rb");
-  if (!fp) die("cannot open", path);
-  fseek(fp, 0, SEEK_END);
-  long len = ftell(fp);
-  fseek(fp, 0, SEEK_SET);
-  char *text = xmalloc((size_t)len + 1);
-  if (fread(text, 1, (size_t)len, fp) != (size_t)len) die("cannot read", path);
-  fclose(fp);
-  text[len] = 0;
-  int cap = 64, count = 0, in_batch = 0;
-  CtxrtForest **out = malloc(sizeof *out * (size_t)cap);
-  const char *start = text;
-  for (const char *ln = text; ln && *ln;) {
-    const char *nl = strchr(ln, '\n');
-    const char *next = nl ? nl + 1 : NULL;
-    const char *t = ln;
-    while (*t == ' ' || *t == '\t') t++;
-    bool begins = ptb ? (*t == '(')
-                      : (!strncmp(t, "tree", 4) || !strncmp(t, "dag", 3) ||
-                         !strncmp(t, "sequence", 8));
-    if (begins && in_batch == batch) { /* flush [start, ln) */
-      if (count == cap) out = realloc(out, sizeof *out * (size_t)(cap *= 2));
-      CtxrtError err;
-      CtxrtStatus st = ptb ? ctxrt_read_ptb_buffer(path, start, (size_t)(ln - start), NULL,
-                                                   &out[count], &err)
-                           : ctxrt_read_nodes_buffer(path, start, (size_t)(ln - start),
-                                                     &out[count], &err);
-      if (st) die("read", err.msg);
-      count++;
-      start = ln;
-      in_batch = 0;
-    }
-    if (begins) in_batch++;
-    ln = next;
-  }
-  if (in_batch) {
-    if (count == cap) out = realloc(out, sizeof *out * (size_t)(cap + 1));
-    CtxrtError err;
-    size_t rest = strlen(start);
-    CtxrtStatus st = ptb ? ctxrt_read_ptb_buffer(path, start, rest, NULL, &out[count], &err)
-                         : ctxrt_read_nodes_buffer(path, start, rest, &out[count], &err);
-    if (st) die("read", err.msg);
-    count++;
-  }
-  free(text);
-  *nb = count;
-  return out;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 /* One batch: linearize, run level by level, copy the roots to [out]. */
 static int run_batch(Bench *b, CtxrtLinear *L, const CtxrtForest *f, float *out) {
   CtxrtError err;
-  if (ctxrt_linear_fill(L, f, b->nvals, b->K, &err)) die("linearize", err.msg);
+  if (ctxrt_linear_fill(L, f, b->nvals, b->K, &err)) bench_die("linearize", err.msg);
   LevelFn fn = level_fns[b->model];
   for (int l = 0; l < L->num_levels; l++)
     fn(b, L, L->level_start[l], L->level_start[l + 1], l == 0);
@@ -410,6 +336,7 @@ static int run_batch(Bench *b, CtxrtLinear *L, const CtxrtForest *f, float *out)
 }
 
 int main(int argc, char **argv) {
+  bench_prog = "blas_tree";
   Bench b;
   memset(&b, 0, sizeof b);
   const char *input = NULL, *weights = NULL, *output = NULL;
@@ -426,21 +353,21 @@ int main(int argc, char **argv) {
     else if (!strncmp(a, "-D", 2)) {
       const char *kv = a[2] ? a + 2 : v;
       if (!a[2]) i++;
-      if (!kv || kv[1] != '=') die("bad -D", kv);
+      if (!kv || kv[1] != '=') bench_die("bad -D", kv);
       int val = atoi(kv + 2);
       if (kv[0] == 'H') b.H = val;
       else if (kv[0] == 'V') b.V = val;
       else if (kv[0] == 'D') b.D = val;
       else if (kv[0] == 'K') b.K = val;
-      else die("unknown dim", kv);
+      else bench_die("unknown dim", kv);
     } else if (model < 0 && a[0] != '-') {
       for (int m = 0; m < 7; m++)
         if (!strcmp(a, model_names[m])) model = m;
-      if (model < 0) die("unknown model", a);
-    } else die("bad argument", a);
+      if (model < 0) bench_die("unknown model", a);
+    } else bench_die("bad argument", a);
   }
   if (model < 0 || !input || !weights || batch < 1 || repeat < 1)
-    die("usage: blas_tree MODEL --input FILE --weights W.safetensors [-D H=..] [--batch B] "
+    bench_die("usage: blas_tree MODEL --input FILE --weights W.safetensors [-D H=..] [--batch B] "
         "[--repeat R] [--threads T] [--output OUT.npy]", NULL);
   b.model = (Model)model;
   if (!b.H) b.H = b.model == MVRNN ? 64 : 256;
@@ -459,52 +386,48 @@ int main(int argc, char **argv) {
                     b.model == DAGRNN ? NULL : &bound};
   CtxrtError err;
   CtxrtWeights *w;
-  if (ctxrt_st_read_file(weights, &w, &err)) die("weights", err.msg);
+  if (ctxrt_st_read_file(weights, &w, &err)) bench_die("weights", err.msg);
   CtxrtParam ps[8];
   int np = set_params(&b, ps);
-  if (ctxrt_weights_check(w, weights, ps, np, &err)) die("weights", err.msg);
+  if (ctxrt_weights_check(w, weights, ps, np, &err)) bench_die("weights", err.msg);
   for (int i = 0; i < np; i++) b.p[i] = ctxrt_weights_find(w, ps[i].name)->data;
 
   int nb;
-  CtxrtForest **batches = read_batches(input, ptb, batch, &nb);
+  CtxrtForest **batches = bench_read_batches(input, ptb, batch, &nb);
   size_t max_nodes = 0, total_out = 0;
   for (int i = 0; i < nb; i++) {
-    if (ctxrt_forest_validate(batches[i], &spec, &err)) die("validate", err.msg);
+    if (ctxrt_forest_validate(batches[i], &spec, &err)) bench_die("validate", err.msg);
     if ((size_t)batches[i]->num_nodes > max_nodes) max_nodes = (size_t)batches[i]->num_nodes;
     total_out += (size_t)ctxrt_forest_outputs(batches[i], NULL);
   }
   /* state and scratch sized for the largest batch */
   size_t N = max_nodes + 1, Hs = (size_t)H;
-  b.h = xmalloc(sizeof(float) * N * Hs);
-  b.c = xmalloc(sizeof(float) * N * Hs * (b.model == MVRNN ? Hs : 1));
-  b.x = xmalloc(sizeof(float) * N * 2 * Hs);
-  b.g = xmalloc(sizeof(float) * N * 4 * Hs);
-  b.y = xmalloc(sizeof(float) * N * 2 * Hs);
-  b.f = xmalloc(sizeof(float) * N * 2 * Hs);
-  b.wide = xmalloc(sizeof(float) * N * 2 * Hs * (b.model == MVRNN ? Hs : 1));
+  b.h = bench_xmalloc(sizeof(float) * N * Hs);
+  b.c = bench_xmalloc(sizeof(float) * N * Hs * (b.model == MVRNN ? Hs : 1));
+  b.x = bench_xmalloc(sizeof(float) * N * 2 * Hs);
+  b.g = bench_xmalloc(sizeof(float) * N * 4 * Hs);
+  b.y = bench_xmalloc(sizeof(float) * N * 2 * Hs);
+  b.f = bench_xmalloc(sizeof(float) * N * 2 * Hs);
+  b.wide = bench_xmalloc(sizeof(float) * N * 2 * Hs * (b.model == MVRNN ? Hs : 1));
   b.mat = malloc(sizeof *b.mat * N);
   b.mat_ld = malloc(sizeof *b.mat_ld * N);
-  float *out = xmalloc(sizeof(float) * (total_out + 1) * Hs);
+  float *out = bench_xmalloc(sizeof(float) * (total_out + 1) * Hs);
   CtxrtLinear *L;
-  if (ctxrt_linear_create(NULL, b.nvals, b.K, &L, &err)) die("linearize", err.msg);
+  if (ctxrt_linear_create(NULL, b.nvals, b.K, &L, &err)) bench_die("linearize", err.msg);
 
   /* warm-up pass (also writes the outputs), then the timed passes */
   for (int i = 0, row = 0; i < nb; i++) row += run_batch(&b, L, batches[i], out + (size_t)row * Hs);
   double *ms = malloc(sizeof *ms * (size_t)nb * (size_t)repeat);
   for (int r = 0; r < repeat; r++)
     for (int i = 0, row = 0; i < nb; i++) {
-      double t0 = now_ms();
+      double t0 = bench_now_ms();
       row += run_batch(&b, L, batches[i], out + (size_t)row * Hs);
-      ms[r * nb + i] = now_ms() - t0;
+      ms[r * nb + i] = bench_now_ms() - t0;
     }
-  int n = nb * repeat;
-  qsort(ms, (size_t)n, sizeof *ms, cmp_double);
-  double median = n % 2 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2;
-  printf("time: median_ms=%.4f p10_ms=%.4f p90_ms=%.4f batches=%d batch_size=%d\n", median,
-         ms[(n - 1) / 10], ms[(n - 1) - (n - 1) / 10], n, batch);
+  bench_print_times(ms, nb * repeat, batch);
   if (output) {
     int64_t shape[2] = {(int64_t)total_out, H};
-    if (ctxrt_npy_write_file(output, CTXRT_F32, out, 2, shape, &err)) die("output", err.msg);
+    if (ctxrt_npy_write_file(output, CTXRT_F32, out, 2, shape, &err)) bench_die("output", err.msg);
   }
   for (int i = 0; i < nb; i++) ctxrt_forest_destroy(batches[i]);
   free(batches);
