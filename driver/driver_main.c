@@ -31,7 +31,7 @@ static const char common_options[] =
     "  -D NAME=VALUE      override dim NAME (also -DNAME=VALUE)\n"
     "  --disable=OPT,...  turn optimizations off: concat-split, product-ops,\n"
     "                     interchange, specialize-leaf, register-tile,\n"
-    "                     vector-math (for testing; all are on by default)\n"
+    "                     vector-math, cse (for testing; all are on by default)\n"
     "  --syntax-only      parse only; do not check names, shapes and recursion\n"
     "  -h, --help         show this help\n";
 
@@ -68,7 +68,7 @@ static const char run_options[] =
     "  -D NAME=VALUE      override dim NAME (also -DNAME=VALUE)\n"
     "  --disable=OPT,...  turn optimizations off: concat-split, product-ops,\n"
     "                     interchange, specialize-leaf, register-tile,\n"
-    "                     vector-math (for testing; all are on by default)\n"
+    "                     vector-math, cse (for testing; all are on by default)\n"
     "  --error-limit=N    stop after N errors (default 20, 0 = no limit)\n"
     "  -h, --help         show this help\n"
     "\n"
@@ -92,7 +92,7 @@ static const char build_options[] =
     "  -D NAME=VALUE      override dim NAME (also -DNAME=VALUE)\n"
     "  --disable=OPT,...  turn optimizations off: concat-split, product-ops,\n"
     "                     interchange, specialize-leaf, register-tile,\n"
-    "                     vector-math (for testing; all are on by default)\n"
+    "                     vector-math, cse (for testing; all are on by default)\n"
     "  --error-limit=N    stop after N errors (default 20, 0 = no limit)\n"
     "  -h, --help         show this help\n"
     "\n"

@@ -164,11 +164,12 @@ enum {
   RA_OPT_INTERCHANGE = 4,  /* ILIR: column-reading reductions accumulate by rows */
   RA_OPT_SPECIALIZE_LEAF = 8, /* sched: the leaf level and the others as separate loops */
   RA_OPT_REGISTER_TILE = 16,  /* sched: level products in register tiles, packed weights */
-  RA_OPT_VECTOR_MATH = 32     /* codegen: exp, tanh, sigmoid inline (vectorizable) */
+  RA_OPT_VECTOR_MATH = 32,    /* codegen: exp, tanh, sigmoid inline (vectorizable) */
+  RA_OPT_CSE = 64             /* one operator for equal operators of a block */
 };
 
 /* The flag named [name] ("concat-split", "product-ops", "interchange",
- * "specialize-leaf", "register-tile", "vector-math"), or 0.
+ * "specialize-leaf", "register-tile", "vector-math", "cse"), or 0.
  * [names] (may be NULL) receives the list of names for messages. */
 unsigned ra_opt_lookup(const char *name, const char **names);
 

@@ -45,8 +45,7 @@ RaOp *ra_materialize(RaBuilder *B, const char *name, const AstExpr *e, int field
   RaExpr *idx[RA_MAX_RANK];
   for (int i = 0; i < shape.rank; i++) idx[i] = ra_var_ref(B, op->vars[i]);
   op->body = field < 0 ? ra_lower(B, e, idx) : ra_lower_field(B, e, field, idx);
-  ra_emit_op(B, op);
-  return op;
+  return ra_emit_unique(B, op);
 }
 
 static void bind_op(RaBuilder *B, const char *name, RaOp *op) {
@@ -285,10 +284,11 @@ unsigned ra_opt_lookup(const char *name, const char **names) {
       {"interchange", RA_OPT_INTERCHANGE},
       {"specialize-leaf", RA_OPT_SPECIALIZE_LEAF},
       {"register-tile", RA_OPT_REGISTER_TILE},
-      {"vector-math", RA_OPT_VECTOR_MATH}};
+      {"vector-math", RA_OPT_VECTOR_MATH},
+      {"cse", RA_OPT_CSE}};
   if (names)
     *names = "concat-split, product-ops, interchange, specialize-leaf, register-tile, "
-             "vector-math";
+             "vector-math, cse";
   for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
     if (strcmp(opts[i].name, name) == 0) return opts[i].bit;
   return 0;

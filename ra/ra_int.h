@@ -67,6 +67,10 @@ RaOp *ra_materialize(RaBuilder *B, const char *name, const AstExpr *e, int field
                      const SemaType *t);
 /* Appends [op] as a statement of the current block. */
 void ra_emit_op(RaBuilder *B, RaOp *op);
+/* The same, unless an operator of the current block already computes what
+ * [op] does (same shape and body, RA_OPT_CSE): then [op], if it is the
+ * newest, is dropped and that operator returned. */
+RaOp *ra_emit_unique(RaBuilder *B, RaOp *op);
 /* Reports a construct RA cannot express yet. */
 void ra_unsupported(RaBuilder *B, CtxSpan span, const char *what);
 /* The shape of a tensor type (rank 0 for scalars and integers). */

@@ -515,19 +515,88 @@ static RaExpr *product_at(RaBuilder *B, const AstExpr *e, RaExpr **idx) {
   return sum;
 }
 
+/* Variables known to correspond while comparing two operators' bodies. */
+typedef struct {
+  const RaVar *a[RA_MAX_RANK + 16], *b[RA_MAX_RANK + 16];
+  int n;
+} VarPairs;
+
+static bool same_var(const VarPairs *vp, const RaVar *a, const RaVar *b) {
+  for (int i = vp->n - 1; i >= 0; i--)
+    if (vp->a[i] == a || vp->b[i] == b) return vp->a[i] == a && vp->b[i] == b;
+  return a == b;
+}
+
+/* Do [a] and [b] compute the same values, their variables paired by [vp]? */
+static bool same_expr(VarPairs *vp, const RaExpr *a, const RaExpr *b) {
+  if (!a || !b) return a == b;
+  if (a->kind != b->kind || a->op != b->op || a->value != b->value) return false;
+  switch (a->kind) {
+  case RA_VAR: return same_var(vp, a->var, b->var);
+  case RA_READ:
+    if (a->src != b->src || a->index != b->index || a->field != b->field ||
+        a->nidx != b->nidx || !same_expr(vp, a->dep, b->dep))
+      return false;
+    for (int i = 0; i < a->nidx; i++)
+      if (!same_expr(vp, a->idx[i], b->idx[i])) return false;
+    return true;
+  case RA_REDUCE: {
+    if (a->var->extent != b->var->extent || a->var->over_deps != b->var->over_deps ||
+        vp->n == (int)(sizeof vp->a / sizeof vp->a[0]))
+      return false;
+    vp->a[vp->n] = a->var, vp->b[vp->n] = b->var, vp->n++;
+    bool same = same_expr(vp, a->a, b->a);
+    vp->n--;
+    return same;
+  }
+  default:
+    return same_expr(vp, a->a, b->a) && same_expr(vp, a->b, b->b) &&
+           same_expr(vp, a->c, b->c);
+  }
+}
+
+/* An operator of the current block equal to [op] (same shape, same body),
+ * or NULL. */
+static RaOp *earlier_equal_op(const RaBuilder *B, const RaOp *op) {
+  for (int i = 0; i < B->block->len; i++) {
+    const RaStmt *s = B->block->items[i];
+    const RaOp *o = s->kind == RA_STMT_OP ? s->op : NULL;
+    if (!o || o->shape.rank != op->shape.rank) continue;
+    VarPairs vp = {{0}, {0}, op->shape.rank};
+    bool same = true;
+    for (int k = 0; k < op->shape.rank && same; k++) {
+      same = o->shape.dims[k] == op->shape.dims[k];
+      vp.a[k] = o->vars[k], vp.b[k] = op->vars[k];
+    }
+    if (same && same_expr(&vp, o->body, op->body)) return (RaOp *)o;
+  }
+  return NULL;
+}
+
+RaOp *ra_emit_unique(RaBuilder *B, RaOp *op) {
+  RaOp *same = B->p->disabled & RA_OPT_CSE ? NULL : earlier_equal_op(B, op);
+  if (!same) {
+    ra_emit_op(B, op);
+    return op;
+  }
+  if (B->ops.items[B->ops.len - 1] == op) B->ops.len--; /* never emitted */
+  return same;
+}
+
 /* A matrix product: an operator of its own unless it depends on a variable
  * bound around it, where it is computed in place. */
 static RaExpr *lower_matmul(RaBuilder *B, const AstExpr *e, RaExpr **idx) {
   if ((B->p->disabled & RA_OPT_PRODUCT_OPS) || uses_bound_var(B, e))
     return product_at(B, e, idx);
   RaShape shape = ra_shape_of(ra_type(B, e));
-  const char *name = ctx_arena_printf(B->arena, "%s.mm%d", B->fn->name, ++B->temps);
+  const char *name = ctx_arena_printf(B->arena, "%s.mm%d", B->fn->name, B->temps + 1);
   RaOp *op = ra_new_op(B, name, &shape, e->span);
   RaExpr *vars[RA_MAX_RANK];
   for (int i = 0; i < shape.rank; i++) vars[i] = ra_var_ref(B, op->vars[i]);
   op->body = product_at(B, e, vars);
-  ra_emit_op(B, op);
-  return read(B, RA_SRC_OP, op->id, idx, shape.rank);
+  RaOp *used = ra_emit_unique(B, op);
+  if (used == op) B->temps++;
+  return read(B, RA_SRC_OP, used->id, idx, shape.rank);
 }
 
 static RaExpr *lower_reduce(RaBuilder *B, const AstExpr *e, RaExpr **idx) {
