@@ -285,10 +285,11 @@ unsigned ra_opt_lookup(const char *name, const char **names) {
       {"specialize-leaf", RA_OPT_SPECIALIZE_LEAF},
       {"register-tile", RA_OPT_REGISTER_TILE},
       {"vector-math", RA_OPT_VECTOR_MATH},
-      {"cse", RA_OPT_CSE}};
+      {"cse", RA_OPT_CSE},
+      {"hoist-products", RA_OPT_HOIST_PRODUCTS}};
   if (names)
     *names = "concat-split, product-ops, interchange, specialize-leaf, register-tile, "
-             "vector-math, cse";
+             "vector-math, cse, hoist-products";
   for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
     if (strcmp(opts[i].name, name) == 0) return opts[i].bit;
   return 0;

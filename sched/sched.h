@@ -62,6 +62,7 @@ Schedule *sched_check(CtxArena *arena, CtxDiag *diag, const AstItem *item,
 /* The transformations to apply to a lowered kernel. */
 typedef struct {
   bool specialize_leaf;        /* the leaf level as a loop of its own */
+  bool hoist_products;         /* products with every dependency's result: per node */
   int tile_nodes, tile_outs;   /* register tiles of level products; 0: none */
 } SchedPlan;
 

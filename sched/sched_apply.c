@@ -40,8 +40,9 @@
 #include <string.h>
 
 SchedPlan sched_default_plan(unsigned disabled) {
-  SchedPlan plan = {0, 0, 0};
+  SchedPlan plan = {0, 0, 0, 0};
   plan.specialize_leaf = !(disabled & RA_OPT_SPECIALIZE_LEAF);
+  plan.hoist_products = !(disabled & RA_OPT_HOIST_PRODUCTS);
   if (!(disabled & RA_OPT_REGISTER_TILE)) {
     plan.tile_nodes = 4;
     plan.tile_outs = 64;
@@ -88,6 +89,210 @@ static void specialize_leaf(CtxArena *a, IlirKernel *k) {
   both[1] = level_loop(a, levels, first_inner, levels->hi, test->els);
   k->body.stmts = both;
   k->body.n = 2;
+}
+
+/* ---- hoisting products with dependencies' results ------------------------------------ */
+
+/* A product over the dependencies, `sum(k in [0, num_deps[n])) f(sum(r in [0,
+ * R)) W[c + i * s + r] * res[dep[n * K + k] * S + off + r])`, multiplies the
+ * same weight block with the result of every node once per user of that
+ * node. With
+ *
+ *   P[m * I + i] = sum(r in [0, R)) W[c + i * s + r] * res[m * S + off + r]
+ *
+ * computed for every node m at the end of its own level (a RESULT buffer: the
+ * absent dependency's row stays zero, as W times zeros is), the read becomes
+ * P[dep[n * K + k] * I + i]: one product per node instead of one per edge
+ * (childsum's forget gates, dagrnn's predecessors), and one that register
+ * tiling then computes for a whole level at once. Only reads through a
+ * variable ranging over the dependencies are hoisted: a fixed slot
+ * (n.child[0]) may use different weights per slot, and hoisting those would
+ * compute every slot's product at every node. */
+
+enum { MAX_SCOPE = 64 };
+
+static bool offset_of(const IlirExpr *e, const IlirVar *i, const IlirVar *r, long *out);
+
+typedef struct {
+  const IlirVar *var;
+  long extent;    /* a loop over [0, extent), else 0 */
+  bool over_deps; /* a reduction over [0, num_deps[n])) */
+} Scope;
+
+typedef struct {
+  CtxArena *a;
+  IlirKernel *k;
+  Scope scope[MAX_SCOPE];
+  int depth;
+  CtxVec made; /* Hoisted * */
+} Hoister;
+
+typedef struct {
+  int param, res, out; /* W's and res's buffers, P's */
+  IlirPack pack;       /* W's block as IlirPack describes it (rows R, cols I) */
+  long row, off;       /* S and off of res */
+} Hoisted;
+
+/* Does [e] read a variable that ranges over the dependencies? */
+static bool uses_dep_var(const Hoister *H, const IlirExpr *e) {
+  for (int d = 0; d < H->depth; d++)
+    if (H->scope[d].over_deps && ilir_uses(e, H->scope[d].var)) return true;
+  return false;
+}
+
+/* [idx] as dep[..] * S + at, at = off + r; fills *row, *off and *dep. */
+static bool result_row(const Hoister *H, const IlirExpr *idx, const IlirVar *r, long *row,
+                       long *off, IlirExpr **dep) {
+  if (idx->kind != ILIR_BINARY || idx->op != ILIR_ADD) return false;
+  const IlirExpr *m = idx->a, *at = idx->b;
+  if (m->kind != ILIR_BINARY || m->op != ILIR_MUL || m->b->kind != ILIR_CONST ||
+      m->a->kind != ILIR_LOAD || m->a->buf != H->k->dep_buf || !uses_dep_var(H, m->a))
+    return false;
+  if (ilir_coef(at, r) != 1 || !offset_of(at, r, r, off)) return false;
+  *row = m->b->ival;
+  *dep = m->a;
+  return true;
+}
+
+/* The P buffer for [h], added (with its producer, later) when new. */
+static int hoisted_buffer(Hoister *H, const Hoisted *h) {
+  for (int i = 0; i < H->made.len; i++) {
+    const Hoisted *o = H->made.items[i];
+    if (o->param == h->param && o->res == h->res && o->row == h->row && o->off == h->off &&
+        !memcmp(&o->pack, &h->pack, sizeof h->pack))
+      return o->out;
+  }
+  IlirKernel *k = H->k;
+  IlirBuf *bufs = CTX_NEW_ARRAY(H->a, IlirBuf, k->nbufs + 1);
+  memcpy(bufs, k->bufs, (size_t)k->nbufs * sizeof *bufs);
+  IlirBuf *b = &bufs[k->nbufs];
+  b->name = ctx_arena_printf(H->a, "%s.hoisted%d", k->bufs[h->param].name, H->made.len);
+  b->kind = ILIR_BUF_RESULT;
+  b->size = h->pack.cols;
+  b->index = k->bufs[h->res].index;
+  b->func = k->bufs[h->res].func;
+  k->bufs = bufs;
+  Hoisted *copy = CTX_NEW(H->a, Hoisted);
+  *copy = *h;
+  copy->out = k->nbufs++;
+  ctx_vec_push(H->a, &H->made, copy);
+  return copy->out;
+}
+
+/* [e] with its hoistable products replaced by reads of P. */
+static IlirExpr *hoist_expr(Hoister *H, IlirExpr *e) {
+  if (!e) return NULL;
+  if (e->kind == ILIR_REDUCE) {
+    bool deps = e->hi->kind == ILIR_LOAD && e->hi->buf == H->k->num_deps_buf;
+    if (H->depth < MAX_SCOPE && e->op == ILIR_SUM && e->lo->kind == ILIR_CONST &&
+        e->lo->ival == 0 && e->hi->kind == ILIR_CONST && e->a->kind == ILIR_BINARY &&
+        e->a->op == ILIR_MUL) {
+      for (int side = 0; side < 2; side++) {
+        IlirExpr *w = side ? e->a->a : e->a->b, *x = side ? e->a->b : e->a->a;
+        if (w->kind != ILIR_LOAD || H->k->bufs[w->buf].kind != ILIR_BUF_PARAM ||
+            x->kind != ILIR_LOAD || H->k->bufs[x->buf].kind != ILIR_BUF_RESULT)
+          continue;
+        Hoisted h = {w->buf, x->buf, -1, {0, 0, e->hi->ival, 0}, 0, 0};
+        IlirExpr *dep;
+        if (!result_row(H, x->a, e->var, &h.row, &h.off, &dep)) continue;
+        /* W[c + i * s + r]: exactly one enclosing output loop variable i */
+        const Scope *out = NULL;
+        bool ok = ilir_coef(w->a, e->var) == 1;
+        for (int d = 0; d < H->depth && ok; d++) {
+          long c = ilir_coef(w->a, H->scope[d].var);
+          if (c == 0) continue;
+          ok = !out && H->scope[d].extent > 0 && c > 0;
+          out = &H->scope[d];
+          h.pack.stride = c;
+        }
+        if (!ok || !out || !offset_of(w->a, out->var, e->var, &h.pack.off)) continue;
+        h.pack.cols = out->extent;
+        int p = hoisted_buffer(H, &h);
+        IlirExpr *at = ilir_binary(H->a, ILIR_ADD,
+                                   ilir_binary(H->a, ILIR_MUL, dep,
+                                               ilir_const_i(H->a, out->extent)),
+                                   ilir_var(H->a, (IlirVar *)out->var));
+        return ilir_load(H->a, H->k, p, at);
+      }
+    }
+    if (H->depth < MAX_SCOPE) {
+      H->scope[H->depth++] = (Scope){e->var, 0, deps};
+      e->a = hoist_expr(H, e->a);
+      H->depth--;
+    }
+    return e;
+  }
+  e->a = hoist_expr(H, e->a);
+  e->b = hoist_expr(H, e->b);
+  e->c = hoist_expr(H, e->c);
+  return e;
+}
+
+static void hoist_block(Hoister *H, IlirBlock *b) {
+  for (int i = 0; i < b->n; i++) {
+    IlirStmt *s = b->stmts[i];
+    if (s->kind == ILIR_STORE) {
+      s->value = hoist_expr(H, s->value);
+    } else if (s->kind == ILIR_IF) {
+      hoist_block(H, &s->then);
+      hoist_block(H, &s->els);
+    } else if (H->depth < MAX_SCOPE) {
+      bool fixed = s->lo->kind == ILIR_CONST && s->lo->ival == 0 && s->hi->kind == ILIR_CONST;
+      H->scope[H->depth++] = (Scope){s->var, fixed ? s->hi->ival : 0, false};
+      hoist_block(H, &s->body);
+      H->depth--;
+    }
+  }
+}
+
+/* for i in [0, I) { P[n * I + i] = sum(r in [0, R)) W[c + i * s + r] * res[n * S + off + r] } */
+static IlirStmt *producer(Hoister *H, const Hoisted *h, IlirVar *n) {
+  CtxArena *a = H->a;
+  IlirVar *i = ilir_new_var(a, H->k, "i"), *r = ilir_new_var(a, H->k, "r");
+  IlirExpr *wi = ilir_binary(a, ILIR_ADD,
+                             ilir_binary(a, ILIR_ADD, ilir_const_i(a, h->pack.off),
+                                         ilir_binary(a, ILIR_MUL, ilir_var(a, i),
+                                                     ilir_const_i(a, h->pack.stride))),
+                             ilir_var(a, r));
+  IlirExpr *xi = ilir_binary(a, ILIR_ADD,
+                             ilir_binary(a, ILIR_MUL, ilir_var(a, n), ilir_const_i(a, h->row)),
+                             ilir_binary(a, ILIR_ADD, ilir_const_i(a, h->off), ilir_var(a, r)));
+  IlirExpr *sum = ilir_reduce(a, ILIR_SUM, r, ilir_const_i(a, 0), ilir_const_i(a, h->pack.rows),
+                              ilir_binary(a, ILIR_MUL, ilir_load(a, H->k, h->param, wi),
+                                          ilir_load(a, H->k, h->res, xi)));
+  IlirExpr *at = ilir_binary(a, ILIR_ADD,
+                             ilir_binary(a, ILIR_MUL, ilir_var(a, n),
+                                         ilir_const_i(a, h->pack.cols)),
+                             ilir_var(a, i));
+  return ilir_loop(a, i, ilir_const_i(a, 0), ilir_const_i(a, h->pack.cols), ILIR_LOOP_SERIAL,
+                   one(a, ilir_store(a, h->out, at, sum)));
+}
+
+/* Appends every producer to the node loops of the level loops. */
+static void add_producers(Hoister *H) {
+  for (int i = 0; i < H->k->body.n; i++) {
+    IlirStmt *lv = H->k->body.stmts[i];
+    if (lv->kind != ILIR_LOOP || lv->loop != ILIR_LOOP_LEVELS) continue;
+    for (int j = 0; j < lv->body.n; j++) {
+      IlirStmt *nodes = lv->body.stmts[j];
+      if (nodes->kind != ILIR_LOOP || nodes->loop != ILIR_LOOP_NODES) continue;
+      IlirStmt **all = CTX_NEW_ARRAY(H->a, IlirStmt *, nodes->body.n + H->made.len);
+      memcpy(all, nodes->body.stmts, (size_t)nodes->body.n * sizeof *all);
+      for (int p = 0; p < H->made.len; p++)
+        all[nodes->body.n + p] = producer(H, H->made.items[p], nodes->var);
+      nodes->body.stmts = all;
+      nodes->body.n += H->made.len;
+    }
+  }
+}
+
+static void hoist_products(CtxArena *a, IlirKernel *k) {
+  Hoister H;
+  memset(&H, 0, sizeof H);
+  H.a = a;
+  H.k = k;
+  hoist_block(&H, &k->body);
+  if (H.made.len) add_producers(&H);
 }
 
 /* ---- register tiling ----------------------------------------------------------------- */
@@ -270,6 +475,7 @@ static void register_tile(CtxArena *a, IlirKernel *k, const SchedPlan *plan) {
 
 bool sched_apply(CtxArena *arena, CtxDiag *diag, IlirKernel *k, const SchedPlan *plan) {
   if (plan->specialize_leaf) specialize_leaf(arena, k);
+  if (plan->hoist_products) hoist_products(arena, k);
   if (plan->tile_nodes > 0 && plan->tile_outs > 0) register_tile(arena, k, plan);
   return ilir_verify(k, diag);
 }
