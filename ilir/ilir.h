@@ -215,8 +215,19 @@ IlirKernel *ilir_lower(CtxArena *arena, CtxDiag *diag, const RaProgram *p);
 /* Writes [k] in readable form (ctx check --dump=ilir). */
 void ilir_print(CtxBuf *out, const IlirKernel *k);
 
-/* Checks types, buffer indices and variable scoping; an internal compiler
- * error on [diag] and false when one fails. */
+/* Checks types, buffer indices and variable scoping, then the bounds of
+ * every access (ilir_check_bounds); an internal compiler error on [diag] and
+ * false when one fails. */
 bool ilir_verify(const IlirKernel *k, CtxDiag *diag);
+
+/* The simplifier (ilir_simplify.c): index arithmetic in a canonical linear
+ * form with constants folded, `if`s on constants and empty constant loops
+ * removed. In place; new nodes in [arena]. */
+void ilir_simplify(CtxArena *arena, IlirKernel *k);
+
+/* Bounds inference (ilir_bounds.c): infers the range of every buffer index
+ * from the loops around it and checks that it lies inside its buffer, and
+ * that every store writes the row of the innermost nodes loop's node. */
+bool ilir_check_bounds(const IlirKernel *k, CtxDiag *diag);
 
 #endif

@@ -177,13 +177,29 @@ int ilir_sum_terms(IlirExpr *e, IlirExpr **terms, int cap) {
   return sum_terms(e, terms, 0, cap);
 }
 
-/* Is [e] exactly r * I + i? */
+/* The value of the linear integer expression [e] with every variable 0; false
+ * when [e] has anything but constants, variables, + and * by a constant. */
+static bool at_zero(const IlirExpr *e, long *out) {
+  long x, y;
+  switch (e->kind) {
+  case ILIR_CONST: *out = e->ival; return true;
+  case ILIR_VAR: *out = 0; return true;
+  case ILIR_BINARY:
+    if (!at_zero(e->a, &x) || !at_zero(e->b, &y)) return false;
+    if (e->op == ILIR_ADD) *out = x + y;
+    else if (e->op == ILIR_SUB) *out = x - y;
+    else if (e->op == ILIR_MUL && (e->a->kind == ILIR_CONST || e->b->kind == ILIR_CONST))
+      *out = x * y;
+    else return false;
+    return true;
+  default: return false;
+  }
+}
+
+/* Is [e] r * I + i (in any form)? */
 static bool packed_index(const IlirExpr *e, const IlirVar *r, long I, const IlirVar *i) {
-  if (e->kind != ILIR_BINARY || e->op != ILIR_ADD) return false;
-  const IlirExpr *m = e->a;
-  return e->b->kind == ILIR_VAR && e->b->var == i && m->kind == ILIR_BINARY &&
-         m->op == ILIR_MUL && m->a->kind == ILIR_VAR && m->a->var == r &&
-         m->b->kind == ILIR_CONST && m->b->ival == I;
+  long zero;
+  return ilir_coef(e, r) == I && ilir_coef(e, i) == 1 && at_zero(e, &zero) && zero == 0;
 }
 
 /* Is [t] a term sum(r in [0, R)) x * P[r * I + i] of a tiled product? */

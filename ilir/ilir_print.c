@@ -228,5 +228,5 @@ bool ilir_verify(const IlirKernel *k, CtxDiag *diag) {
   for (int i = 0; i <= k->nvars; i++) V.live[i] = 0;
   verify_block(&V, &k->body);
   free(V.live);
-  return V.ok;
+  return V.ok && ilir_check_bounds(k, diag);
 }

@@ -477,5 +477,6 @@ bool sched_apply(CtxArena *arena, CtxDiag *diag, IlirKernel *k, const SchedPlan 
   if (plan->specialize_leaf) specialize_leaf(arena, k);
   if (plan->hoist_products) hoist_products(arena, k);
   if (plan->tile_nodes > 0 && plan->tile_outs > 0) register_tile(arena, k, plan);
+  ilir_simplify(arena, k);
   return ilir_verify(k, diag);
 }

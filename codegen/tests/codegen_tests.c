@@ -462,6 +462,40 @@ START_TEST(bad_kernel_is_ice) {
 }
 END_TEST
 
+/* ---- bounds inference (ilir_check_bounds through ilir_verify) --------------------- */
+
+/* for n in nodes [0, num_nodes) { for i in [0, 4) { res[n * rs + i] = p[i + shift] } },
+ * the store's row at dep[n] instead of n when [at_dep], the outer loop serial
+ * when [serial]: does ilir_verify accept it? */
+static bool bounds_ok(long rs, long shift, bool at_dep, bool serial) {
+  T t;
+  t_init(&t, "ctx_bounds_kernel");
+  int p = buf(&t, "p", ILIR_BUF_PARAM, 4), dep = buf(&t, "dep", ILIR_BUF_DEP, 1);
+  int res = buf(&t, "f.result", ILIR_BUF_RESULT, 4);
+  t.k->max_deps = 1;
+  IlirVar *n = var(&t, "n"), *i = var(&t, "i");
+  IlirExpr *row = at_dep ? ld(&t, dep, vr(&t, n)) : vr(&t, n);
+  IlirStmt *st = store(&t, res, bin(&t, ILIR_ADD, bin(&t, ILIR_MUL, row, ci(&t, rs)), vr(&t, i)),
+                       ld(&t, p, bin(&t, ILIR_ADD, vr(&t, i), ci(&t, shift))));
+  IlirStmt *nodes = loop(&t, n, ci(&t, 0), arg(&t, 0), loop(&t, i, ci(&t, 0), ci(&t, 4), st));
+  nodes->loop = serial ? ILIR_LOOP_SERIAL : ILIR_LOOP_NODES;
+  t.k->body = block(&t, 1, &nodes);
+  bool ok = ilir_verify(t.k, &t.diag);
+  ck_assert_int_eq(t.diag.ice, ok ? 0 : 1);
+  t_done(&t);
+  return ok;
+}
+
+START_TEST(bounds_checked) {
+  ck_assert(bounds_ok(4, 0, false, false));
+  ck_assert(!bounds_ok(4, 1, false, false));  /* p[4] */
+  ck_assert(!bounds_ok(4, -1, false, false)); /* p[-1] */
+  ck_assert(!bounds_ok(3, 0, false, false));  /* rows of 4 written as rows of 3 */
+  ck_assert(!bounds_ok(4, 0, true, false));   /* a store into a dependency's row */
+  ck_assert(!bounds_ok(4, 0, false, true));   /* a store outside a nodes loop */
+}
+END_TEST
+
 static Suite *codegen_suite(void) {
   Suite *s = suite_create("codegen");
   TCase *tc = tcase_create("jit");
@@ -474,6 +508,7 @@ static Suite *codegen_suite(void) {
   tcase_add_test(tc, vector_math_accuracy);
   tcase_add_test(tc, llvm_and_asm_text);
   tcase_add_test(tc, bad_kernel_is_ice);
+  tcase_add_test(tc, bounds_checked);
   suite_add_tcase(s, tc);
   return s;
 }
