@@ -555,7 +555,8 @@ static LLVMValueRef body_function(CgEmit *E) {
   add_attr(E, fn, LLVMAttributeFunctionIndex, "nounwind");
   for (int i = 0; i < n; i++) {
     add_attr(E, fn, (unsigned)i + 1, "noalias");
-    if (E->k->bufs[i].kind != ILIR_BUF_RESULT && E->k->bufs[i].kind != ILIR_BUF_SCRATCH)
+    IlirBufKind kind = E->k->bufs[i].kind;
+    if (kind != ILIR_BUF_RESULT && kind != ILIR_BUF_SCRATCH && kind != ILIR_BUF_LEVEL_SCRATCH)
       add_attr(E, fn, (unsigned)i + 1, "readonly");
   }
   return fn;

@@ -17,7 +17,9 @@ _Static_assert((int)ILIR_BUF_PARAM == CTXRT_BUF_PARAM && (int)ILIR_BUF_VALUES ==
                    (int)ILIR_BUF_SCRATCH == CTXRT_BUF_SCRATCH &&
                    (int)ILIR_BUF_DEP == CTXRT_BUF_DEP &&
                    (int)ILIR_BUF_NUM_DEPS == CTXRT_BUF_NUM_DEPS &&
-                   (int)ILIR_BUF_LEVELS == CTXRT_BUF_LEVELS,
+                   (int)ILIR_BUF_LEVELS == CTXRT_BUF_LEVELS &&
+                   (int)ILIR_BUF_PACKED == CTXRT_BUF_PACKED &&
+                   (int)ILIR_BUF_LEVEL_SCRATCH == CTXRT_BUF_LEVEL_SCRATCH,
                "ILIR and libctxrt buffer kinds differ");
 
 CtxrtParam *ctx_model_params(const RaProgram *p) {

@@ -35,8 +35,10 @@ typedef enum {
   ILIR_BUF_DEP,       /* i32[num_nodes * K]: dependency ids, num_nodes when absent */
   ILIR_BUF_NUM_DEPS,  /* i32[num_nodes] */
   ILIR_BUF_LEVELS,    /* i32[num_levels + 1]: level l is ids [levels[l], levels[l+1]) */
-  ILIR_BUF_PACKED     /* f32[rows * cols]: a block of parameter [index], transposed
+  ILIR_BUF_PACKED,    /* f32[rows * cols]: a block of parameter [index], transposed
                          once when the weights are loaded (IlirPack) */
+  ILIR_BUF_LEVEL_SCRATCH /* f32[(widest level + 1) * size]: an operator's value per
+                            node of the level being computed, at row n - levels[l] */
 } IlirBufKind;
 
 /* A PACKED buffer's layout: packed[r * cols + c] = param[off + c * stride + r]

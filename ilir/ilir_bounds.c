@@ -21,7 +21,12 @@
 
 #include <stdlib.h>
 
-typedef enum { BASE_NONE, BASE_NODE, BASE_DEP, BASE_LEVEL, BASE_INPUT, BASE_UNKNOWN } Base;
+/* NODE: a node id; DEP: a dependency's; LEVEL: a level; LSTART: levels[l], the
+ * level's first node; LNODE: a node id minus its level's first (the row of a
+ * level scratch buffer); INPUT: computed from input values. */
+typedef enum {
+  BASE_NONE, BASE_NODE, BASE_DEP, BASE_LEVEL, BASE_LSTART, BASE_LNODE, BASE_INPUT, BASE_UNKNOWN
+} Base;
 
 typedef struct {
   Base base;
@@ -50,19 +55,6 @@ static void fail(Bounds *B, const char *what, const char *buf) {
   B->ok = false;
 }
 
-static Range range_of(Bounds *B, const IlirExpr *e);
-
-static Range add(Range x, Range y, int sign) {
-  if (x.base == BASE_UNKNOWN || y.base == BASE_UNKNOWN) return unknown;
-  if (x.base == BASE_INPUT || y.base == BASE_INPUT) return (Range){BASE_INPUT, 0, 0, 0};
-  if (x.base != BASE_NONE && y.base != BASE_NONE) return unknown;
-  if (y.base != BASE_NONE && sign < 0) return unknown;
-  Range r = x.base != BASE_NONE ? x : y;
-  r.lo = sign > 0 ? x.lo + y.lo : x.lo - y.hi;
-  r.hi = sign > 0 ? x.hi + y.hi : x.hi - y.lo;
-  return r;
-}
-
 static Range mul(Range x, long c) {
   if (x.base == BASE_UNKNOWN || x.base == BASE_INPUT) return x;
   Range r = {x.base, x.scale * c, x.lo * c, x.hi * c};
@@ -70,12 +62,35 @@ static Range mul(Range x, long c) {
   return r;
 }
 
+static Range add(Range x, Range y, int sign) {
+  if (x.base == BASE_UNKNOWN || y.base == BASE_UNKNOWN) return unknown;
+  if (x.base == BASE_INPUT || y.base == BASE_INPUT) return (Range){BASE_INPUT, 0, 0, 0};
+  if (sign < 0) y = mul(y, -1);
+  Range r = x.base != BASE_NONE ? x : y;
+  if (x.base != BASE_NONE && y.base != BASE_NONE) { /* node - levels[l]: a level's row */
+    bool lnode = (x.base == BASE_NODE && y.base == BASE_LSTART) ||
+                 (x.base == BASE_LSTART && y.base == BASE_NODE);
+    if (!lnode || x.scale != -y.scale) return unknown;
+    r = (Range){BASE_LNODE, x.base == BASE_NODE ? x.scale : y.scale, 0, 0};
+  }
+  r.lo = x.lo + y.lo;
+  r.hi = x.hi + y.hi;
+  return r;
+}
+
+static Range range_of(Bounds *B, const IlirExpr *e);
+
 static Range load_range(Bounds *B, const IlirExpr *e) {
   const IlirKernel *k = B->k;
   switch (k->bufs[e->buf].kind) {
   case ILIR_BUF_DEP: return (Range){BASE_DEP, 1, 0, 0};
   case ILIR_BUF_NUM_DEPS: return interval(0, k->max_deps);
   case ILIR_BUF_IVALUES: return (Range){BASE_INPUT, 0, 0, 0};
+  case ILIR_BUF_LEVELS: {
+    Range at = range_of(B, e->a);
+    bool first = at.base == BASE_LEVEL && at.scale == 1 && at.lo == 0 && at.hi == 0;
+    return first ? (Range){BASE_LSTART, 1, 0, 0} : unknown;
+  }
   default: return unknown;
   }
 }
@@ -124,10 +139,13 @@ static void check_access(Bounds *B, int buf, const IlirExpr *index, bool store) 
   case ILIR_BUF_VALUES: case ILIR_BUF_IVALUES:
     ok = fits(r, B->k->values_per_node, true);
     break;
+  case ILIR_BUF_LEVEL_SCRATCH:
+    ok = r.base == BASE_LNODE && r.scale == b->size && r.lo >= 0 && r.hi < b->size;
+    break;
   default: ok = fits(r, b->size, true); break;
   }
   if (!ok) fail(B, store ? "a store outside the buffer" : "a load outside the buffer", b->name);
-  if (store && ok && (r.base != BASE_NODE || !B->node))
+  if (store && ok && ((r.base != BASE_NODE && r.base != BASE_LNODE) || !B->node))
     fail(B, "a store outside the row of the nodes loop's node into", b->name);
 }
 

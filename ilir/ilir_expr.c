@@ -40,7 +40,7 @@ IlirExpr *ilir_arg(CtxArena *a, long which) {
 IlirType ilir_buf_type(IlirBufKind kind) {
   switch (kind) {
   case ILIR_BUF_PARAM: case ILIR_BUF_VALUES: case ILIR_BUF_RESULT: case ILIR_BUF_SCRATCH:
-  case ILIR_BUF_PACKED:
+  case ILIR_BUF_PACKED: case ILIR_BUF_LEVEL_SCRATCH:
     return ILIR_F32;
   default:
     return ILIR_I64;

@@ -20,7 +20,8 @@ static const char *const bin_names[] = {"+", "-", "*", "/", "==", "!=", "<", "<=
                                         ">", ">=", "&&", "||", "sum", "max"};
 static const char *const buf_kinds[] = {"param f32", "values f32", "values i32",
                                         "result f32", "scratch f32", "dep i32",
-                                        "num_deps i32", "levels i32", "packed f32"};
+                                        "num_deps i32", "levels i32", "packed f32",
+                                        "level scratch f32"};
 static const char *const loop_kinds[] = {"", "levels ", "nodes ", "parallel ", "vector ",
                                          "unroll "};
 
@@ -129,8 +130,10 @@ void ilir_print(CtxBuf *out, const IlirKernel *k) {
     const IlirBuf *b = &k->bufs[i];
     bool per_node = b->kind != ILIR_BUF_PARAM && b->kind != ILIR_BUF_LEVELS &&
                     b->kind != ILIR_BUF_PACKED;
-    ctx_buf_printf(out, "  buf %d %s: %s[%s%ld]", i, b->name, buf_kinds[b->kind],
-                   per_node ? "nodes x " : "", b->size);
+    const char *rows = b->kind == ILIR_BUF_LEVEL_SCRATCH ? "level nodes x "
+                       : per_node                            ? "nodes x "
+                                                             : "";
+    ctx_buf_printf(out, "  buf %d %s: %s[%s%ld]", i, b->name, buf_kinds[b->kind], rows, b->size);
     if (b->kind == ILIR_BUF_PACKED)
       ctx_buf_printf(out, " = %s[%ld + c * %ld + r] at [r * %ld + c], r < %ld",
                      param_name(k, b->index), b->pack.off, b->pack.stride, b->pack.cols,

@@ -166,13 +166,14 @@ enum {
   RA_OPT_REGISTER_TILE = 16,  /* sched: level products in register tiles, packed weights */
   RA_OPT_VECTOR_MATH = 32,    /* codegen: exp, tanh, sigmoid inline (vectorizable) */
   RA_OPT_CSE = 64,            /* one operator for equal operators of a block */
-  RA_OPT_HOIST_PRODUCTS = 128 /* sched: products with every dependency's result
-                                 computed once per node, at its own level */
+  RA_OPT_HOIST_PRODUCTS = 128, /* sched: products with every dependency's result
+                                  computed once per node, at its own level */
+  RA_OPT_DENSE_SCRATCH = 256   /* sched: operators' rows for one level at a time */
 };
 
 /* The flag named [name] ("concat-split", "product-ops", "interchange",
- * "specialize-leaf", "register-tile", "vector-math", "cse", "hoist-products"),
- * or 0.
+ * "specialize-leaf", "register-tile", "vector-math", "cse", "hoist-products",
+ * "dense-scratch"), or 0.
  * [names] (may be NULL) receives the list of names for messages. */
 unsigned ra_opt_lookup(const char *name, const char **names);
 

@@ -286,10 +286,11 @@ unsigned ra_opt_lookup(const char *name, const char **names) {
       {"register-tile", RA_OPT_REGISTER_TILE},
       {"vector-math", RA_OPT_VECTOR_MATH},
       {"cse", RA_OPT_CSE},
-      {"hoist-products", RA_OPT_HOIST_PRODUCTS}};
+      {"hoist-products", RA_OPT_HOIST_PRODUCTS},
+      {"dense-scratch", RA_OPT_DENSE_SCRATCH}};
   if (names)
     *names = "concat-split, product-ops, interchange, specialize-leaf, register-tile, "
-             "vector-math, cse, hoist-products";
+             "vector-math, cse, hoist-products, dense-scratch";
   for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
     if (strcmp(opts[i].name, name) == 0) return opts[i].bit;
   return 0;

@@ -202,6 +202,13 @@ static int32_t *dep_rows(CtxrtModel *m, const CtxrtLinear *lin) {
   return m->dep;
 }
 
+static int64_t widest_level(const CtxrtLinear *lin) {
+  int32_t w = 0;
+  for (int32_t l = 0; l < lin->num_levels; l++)
+    if (lin->level_len[l] > w) w = lin->level_len[l];
+  return w;
+}
+
 /* Points every non-parameter buffer at this batch's data; false when out of
  * memory. */
 static bool bind_buffers(CtxrtModel *m, const CtxrtLinear *lin) {
@@ -219,6 +226,9 @@ static bool bind_buffers(CtxrtModel *m, const CtxrtLinear *lin) {
     case CTXRT_BUF_RESULT:
     case CTXRT_BUF_SCRATCH:
       if (!(data = node_rows(m, b, lin->num_nodes))) return false;
+      break;
+    case CTXRT_BUF_LEVEL_SCRATCH:
+      if (!(data = node_rows(m, b, widest_level(lin)))) return false;
       break;
     }
     m->bufs[b] = data ? data : m->none;

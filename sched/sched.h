@@ -63,6 +63,7 @@ Schedule *sched_check(CtxArena *arena, CtxDiag *diag, const AstItem *item,
 typedef struct {
   bool specialize_leaf;        /* the leaf level as a loop of its own */
   bool hoist_products;         /* products with every dependency's result: per node */
+  bool dense_scratch;          /* operators' rows for one level, not every node */
   int tile_nodes, tile_outs;   /* register tiles of level products; 0: none */
 } SchedPlan;
 

@@ -40,9 +40,10 @@
 #include <string.h>
 
 SchedPlan sched_default_plan(unsigned disabled) {
-  SchedPlan plan = {0, 0, 0, 0};
+  SchedPlan plan = {0, 0, 0, 0, 0};
   plan.specialize_leaf = !(disabled & RA_OPT_SPECIALIZE_LEAF);
   plan.hoist_products = !(disabled & RA_OPT_HOIST_PRODUCTS);
+  plan.dense_scratch = !(disabled & RA_OPT_DENSE_SCRATCH);
   if (!(disabled & RA_OPT_REGISTER_TILE)) {
     plan.tile_nodes = 4;
     plan.tile_outs = 64;
@@ -473,10 +474,112 @@ static void register_tile(CtxArena *a, IlirKernel *k, const SchedPlan *plan) {
   tile_block(&T, &k->body);
 }
 
+/* ---- dense scratch ---------------------------------------------------------------- */
+
+/* An operator's scratch row is written and read only at the node of its nodes
+ * loop, and only while that node's level is computed. Such a buffer needs rows
+ * for one level, not for every node: its accesses n * S + x become
+ * (n - levels[l]) * S + x and it becomes a LEVEL_SCRATCH buffer of
+ * (widest level + 1) rows. A 100,000-node chain then keeps one row per
+ * operator instead of 100,000. */
+
+typedef struct {
+  CtxArena *a;
+  IlirKernel *k;
+  bool *dense;          /* [nbufs]: a scratch buffer that qualifies */
+  const IlirVar *node;  /* the nodes loop's variable */
+  const IlirVar *level; /* the levels loop's variable */
+} Dense;
+
+static void scan_access(Dense *D, int buf, const IlirExpr *index) {
+  if (D->dense[buf] && (!D->node || !D->level ||
+                        ilir_coef(index, D->node) != D->k->bufs[buf].size))
+    D->dense[buf] = false;
+}
+
+static void scan_expr(Dense *D, const IlirExpr *e) {
+  if (!e) return;
+  if (e->kind == ILIR_LOAD) scan_access(D, e->buf, e->a);
+  scan_expr(D, e->a), scan_expr(D, e->b), scan_expr(D, e->c);
+  scan_expr(D, e->lo), scan_expr(D, e->hi);
+}
+
+static void scan_block(Dense *D, const IlirBlock *b) {
+  for (int i = 0; i < b->n; i++) {
+    const IlirStmt *s = b->stmts[i];
+    if (s->kind == ILIR_STORE) {
+      scan_access(D, s->buf, s->index);
+      scan_expr(D, s->index), scan_expr(D, s->value);
+    } else if (s->kind == ILIR_IF) {
+      scan_expr(D, s->cond);
+      scan_block(D, &s->then), scan_block(D, &s->els);
+    } else {
+      scan_expr(D, s->lo), scan_expr(D, s->hi);
+      const IlirVar *node = D->node, *level = D->level;
+      if (s->loop == ILIR_LOOP_NODES) D->node = s->var;
+      if (s->loop == ILIR_LOOP_LEVELS) D->level = s->var;
+      scan_block(D, &s->body);
+      D->node = node, D->level = level;
+    }
+  }
+}
+
+/* index - levels[l] * S */
+static IlirExpr *rebase(Dense *D, IlirExpr *index, long size) {
+  IlirExpr *start = ilir_load(D->a, D->k, D->k->levels_buf, ilir_var(D->a, (IlirVar *)D->level));
+  return ilir_binary(D->a, ILIR_SUB, index,
+                     ilir_binary(D->a, ILIR_MUL, start, ilir_const_i(D->a, size)));
+}
+
+/* [e] with its loads of dense buffers rebased; new nodes where anything
+ * changed (expressions may be shared, so nothing is rewritten in place). */
+static IlirExpr *dense_expr(Dense *D, IlirExpr *e) {
+  if (!e) return NULL;
+  IlirExpr *a = dense_expr(D, e->a), *b = dense_expr(D, e->b), *c = dense_expr(D, e->c);
+  IlirExpr *lo = dense_expr(D, e->lo), *hi = dense_expr(D, e->hi);
+  bool load = e->kind == ILIR_LOAD && D->dense[e->buf];
+  if (!load && a == e->a && b == e->b && c == e->c && lo == e->lo && hi == e->hi) return e;
+  IlirExpr *copy = CTX_NEW(D->a, IlirExpr);
+  *copy = *e;
+  copy->a = load ? rebase(D, a, D->k->bufs[e->buf].size) : a;
+  copy->b = b, copy->c = c, copy->lo = lo, copy->hi = hi;
+  return copy;
+}
+
+static void dense_block(Dense *D, IlirBlock *b) {
+  for (int i = 0; i < b->n; i++) {
+    IlirStmt *s = b->stmts[i];
+    if (s->kind == ILIR_STORE) {
+      s->value = dense_expr(D, s->value);
+      s->index = dense_expr(D, s->index);
+      if (D->dense[s->buf]) s->index = rebase(D, s->index, D->k->bufs[s->buf].size);
+    } else if (s->kind == ILIR_IF) {
+      s->cond = dense_expr(D, s->cond);
+      dense_block(D, &s->then), dense_block(D, &s->els);
+    } else {
+      s->lo = dense_expr(D, s->lo), s->hi = dense_expr(D, s->hi);
+      const IlirVar *level = D->level;
+      if (s->loop == ILIR_LOOP_LEVELS) D->level = s->var;
+      dense_block(D, &s->body);
+      D->level = level;
+    }
+  }
+}
+
+static void dense_scratch(CtxArena *a, IlirKernel *k) {
+  Dense D = {a, k, CTX_NEW_ARRAY(a, bool, k->nbufs), NULL, NULL};
+  for (int b = 0; b < k->nbufs; b++) D.dense[b] = k->bufs[b].kind == ILIR_BUF_SCRATCH;
+  scan_block(&D, &k->body);
+  dense_block(&D, &k->body);
+  for (int b = 0; b < k->nbufs; b++)
+    if (D.dense[b]) k->bufs[b].kind = ILIR_BUF_LEVEL_SCRATCH;
+}
+
 bool sched_apply(CtxArena *arena, CtxDiag *diag, IlirKernel *k, const SchedPlan *plan) {
   if (plan->specialize_leaf) specialize_leaf(arena, k);
   if (plan->hoist_products) hoist_products(arena, k);
   if (plan->tile_nodes > 0 && plan->tile_outs > 0) register_tile(arena, k, plan);
+  if (plan->dense_scratch) dense_scratch(arena, k);
   ilir_simplify(arena, k);
   return ilir_verify(k, diag);
 }
