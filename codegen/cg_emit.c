@@ -372,8 +372,8 @@ static void emit_loop(CgEmit *E, const IlirStmt *s) {
 
 enum { MAX_ACC = 64, MAX_TERMS = 16 };
 
-/* The parts of a tiled product: for n in nodes { for i in [0, I) { out[idx]
- * = sum of terms sum(r in [0, R)) x * P[r * I + i] } }. */
+/* The parts of a tiled product: for t { for j in [0, I) { out[idx] = sum of
+ * terms sum(r in [0, R)) x * y[.. + r * RS + j] } } (ilir.h). */
 typedef struct {
   const IlirStmt *nodes, *outs, *store;
   IlirExpr *terms[MAX_TERMS];
@@ -413,9 +413,9 @@ static LLVMValueRef plus(CgEmit *E, LLVMValueRef x, long c) {
   return c ? LLVMBuildNSWAdd(E->b, x, const_i64(E, c), "") : x;
 }
 
-/* One tile: nodes [n0, n0 + nb) x outputs [i0, i0 + iv * vl), summed in
+/* One tile: rows t in [n0, n0 + nb) x outputs [i0, i0 + iv * vl), summed in
  * nb * iv accumulators of vl floats, then stored. Per r, iv vector loads of
- * P's row and nb values x(n, r) feed nb * iv multiply-adds. */
+ * y's row and nb values x(t, r) feed nb * iv multiply-adds. */
 static void emit_tile(CgEmit *E, const CgTile *T, LLVMValueRef n0, int nb, LLVMValueRef i0,
                       int iv, int vl) {
   LLVMTypeRef vt = vec_type(E, vl);
@@ -429,9 +429,8 @@ static void emit_tile(CgEmit *E, const CgTile *T, LLVMValueRef n0, int nb, LLVMV
     LLVMPositionBuilderBefore(E->b, LLVMGetNextInstruction(L.iv));
     for (int a = 0; a < na; a++) phi[a] = LLVMBuildPhi(E->b, vt, "acc");
     LLVMPositionBuilderAtEnd(E->b, L.body);
-    if (!bind_var(E, red->var, L.iv)) return;
-    LLVMValueRef row = LLVMBuildNSWAdd(E->b, LLVMBuildNSWMul(E->b, L.iv, const_i64(E, T->I), ""),
-                                       i0, "");
+    if (!bind_var(E, red->var, L.iv) || !bind_var(E, T->outs->var, i0)) return;
+    LLVMValueRef row = emit_expr(E, p->a); /* y's index at r, outputs from i0 */
     for (int v = 0; v < iv; v++) {
       w[v] = LLVMBuildLoad2(E->b, vt, elem_ptr(E, p->buf, plus(E, row, (long)v * vl)), "w");
       LLVMSetAlignment(w[v], 4);
@@ -474,7 +473,7 @@ static void emit_tiled(CgEmit *E, const IlirStmt *s) {
   T.nterms = ilir_sum_terms(T.store->value, T.terms, MAX_TERMS);
   T.I = T.outs->hi->ival;
   LLVMValueRef lo = emit_expr(E, s->lo), hi = emit_expr(E, s->hi);
-  thread_share(E, &lo, &hi);
+  if (s->loop == ILIR_LOOP_NODES) thread_share(E, &lo, &hi);
   int vl = E->vec_floats, nb = s->tile_nodes < 8 ? s->tile_nodes : 8;
   int iv = s->tile_outs / vl;
   while (iv > 1 && (nb * iv + iv + 2 > E->vec_regs || nb * iv > MAX_ACC)) iv--;

@@ -133,12 +133,14 @@ struct IlirStmt {
   IlirExpr *lo, *hi;
   IlirLoopKind loop;
   IlirBlock body;
-  /* A NODES loop with tile_nodes > 0 is a register-tiled matrix product
-   * (sched_apply): its body is one loop `for i in [0, I) { out[idx] = T }`
-   * where idx moves by one element per i and T is a sum of terms
-   * `sum(r in [0, R)) x * P[r * I + i]`, x not reading i and P a PACKED
-   * buffer. It means exactly that loop nest; codegen computes it
-   * tile_nodes nodes x tile_outs outputs at a time in registers. */
+  /* A NODES or SERIAL loop `for t` with tile_nodes > 0 is a register-tiled
+   * matrix product (sched_apply): its body is one loop `for j in [0, J) {
+   * out[idx] = T }` where idx moves by one element per j and T is a sum of
+   * terms `sum(r in [0, R)) x * y[..]`, x not reading j, y's index moving by
+   * one element per j and not with t (a PACKED weight block P[r * J + j] for
+   * the products of a level's nodes, a node's matrix for products inside a
+   * node). It means exactly that loop nest; codegen computes it tile_nodes
+   * iterations of t x tile_outs outputs at a time in registers. */
   int tile_nodes, tile_outs;
   /* STORE */
   int buf;
@@ -221,6 +223,11 @@ void ilir_print(CtxBuf *out, const IlirKernel *k);
  * every access (ilir_check_bounds); an internal compiler error on [diag] and
  * false when one fails. */
 bool ilir_verify(const IlirKernel *k, CtxDiag *diag);
+
+/* Interchange (ilir_interchange.c): reductions whose reads run down columns
+ * accumulate with the reduction loop outside (loops already register-tiled
+ * are left alone). */
+void ilir_interchange(CtxArena *arena, IlirKernel *k);
 
 /* The simplifier (ilir_simplify.c): index arithmetic in a canonical linear
  * form with constants folded, `if`s on constants and empty constant loops

@@ -177,48 +177,34 @@ int ilir_sum_terms(IlirExpr *e, IlirExpr **terms, int cap) {
   return sum_terms(e, terms, 0, cap);
 }
 
-/* The value of the linear integer expression [e] with every variable 0; false
- * when [e] has anything but constants, variables, + and * by a constant. */
-static bool at_zero(const IlirExpr *e, long *out) {
-  long x, y;
-  switch (e->kind) {
-  case ILIR_CONST: *out = e->ival; return true;
-  case ILIR_VAR: *out = 0; return true;
-  case ILIR_BINARY:
-    if (!at_zero(e->a, &x) || !at_zero(e->b, &y)) return false;
-    if (e->op == ILIR_ADD) *out = x + y;
-    else if (e->op == ILIR_SUB) *out = x - y;
-    else if (e->op == ILIR_MUL && (e->a->kind == ILIR_CONST || e->b->kind == ILIR_CONST))
-      *out = x * y;
-    else return false;
-    return true;
-  default: return false;
-  }
+static bool reads_buf(const IlirExpr *e, int buf) {
+  if (!e) return false;
+  if (e->kind == ILIR_LOAD && e->buf == buf) return true;
+  return reads_buf(e->a, buf) || reads_buf(e->b, buf) || reads_buf(e->c, buf) ||
+         reads_buf(e->lo, buf) || reads_buf(e->hi, buf);
 }
 
-/* Is [e] r * I + i (in any form)? */
-static bool packed_index(const IlirExpr *e, const IlirVar *r, long I, const IlirVar *i) {
-  long zero;
-  return ilir_coef(e, r) == I && ilir_coef(e, i) == 1 && at_zero(e, &zero) && zero == 0;
-}
-
-/* Is [t] a term sum(r in [0, R)) x * P[r * I + i] of a tiled product? */
-static bool tiled_term(const IlirKernel *k, const IlirExpr *t, long I, const IlirVar *i) {
+/* Is [t] a term sum(r in [0, R)) x * y[.. + r * RS + j] of a product tiled over
+ * [row] and [j]: y's index moving by one element per j and not with [row], x
+ * not reading j, neither reading the buffer [out]? */
+static bool tiled_term(const IlirKernel *k, const IlirExpr *t, const IlirVar *row,
+                       const IlirVar *j, int out) {
   if (t->kind != ILIR_REDUCE || t->op != ILIR_SUM || t->lo->kind != ILIR_CONST ||
       t->lo->ival != 0 || t->hi->kind != ILIR_CONST)
     return false;
-  const IlirExpr *m = t->a, *w = m->b;
-  if (m->kind != ILIR_BINARY || m->op != ILIR_MUL || w->kind != ILIR_LOAD) return false;
-  if (w->buf < 0 || w->buf >= k->nbufs || k->bufs[w->buf].kind != ILIR_BUF_PACKED) return false;
-  const IlirPack *pk = &k->bufs[w->buf].pack;
-  return pk->cols == I && pk->rows == t->hi->ival && packed_index(w->a, t->var, I, i) &&
-         !ilir_uses(m->a, i);
+  const IlirExpr *m = t->a, *y = m->b;
+  if (m->kind != ILIR_BINARY || m->op != ILIR_MUL || y->kind != ILIR_LOAD) return false;
+  if (y->buf < 0 || y->buf >= k->nbufs || ilir_buf_type(k->bufs[y->buf].kind) != ILIR_F32)
+    return false;
+  long rs = ilir_coef(y->a, t->var);
+  return rs != ILIR_NONLINEAR && rs != 0 && ilir_coef(y->a, j) == 1 && !ilir_uses(y->a, row) &&
+         !ilir_uses(m->a, j) && !reads_buf(m, out);
 }
 
 bool ilir_tiled_parts(const IlirKernel *k, const IlirStmt *s, const IlirStmt **out_loop,
                       const IlirStmt **store) {
-  if (s->kind != ILIR_LOOP || s->loop != ILIR_LOOP_NODES || s->tile_nodes <= 0 ||
-      s->tile_outs <= 0 || s->body.n != 1)
+  if (s->kind != ILIR_LOOP || (s->loop != ILIR_LOOP_NODES && s->loop != ILIR_LOOP_SERIAL) ||
+      s->tile_nodes <= 0 || s->tile_outs <= 0 || s->body.n != 1)
     return false;
   const IlirStmt *il = s->body.stmts[0];
   if (il->kind != ILIR_LOOP || il->body.n != 1 || il->lo->kind != ILIR_CONST ||
@@ -230,7 +216,7 @@ bool ilir_tiled_parts(const IlirKernel *k, const IlirStmt *s, const IlirStmt **o
   int n = ilir_sum_terms(st->value, terms, 16);
   if (n > 16) return false;
   for (int t = 0; t < n; t++)
-    if (!tiled_term(k, terms[t], il->hi->ival, il->var)) return false;
+    if (!tiled_term(k, terms[t], s->var, il->var, st->buf)) return false;
   *out_loop = il;
   *store = st;
   return true;

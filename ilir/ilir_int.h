@@ -4,10 +4,6 @@
 
 #include "ilir/ilir.h"
 
-/* The default loop transformations (ilir_interchange.c): reductions whose
- * reads run down columns accumulate with the reduction loop outside. */
-void ilir_interchange(CtxArena *arena, IlirKernel *k);
-
 /* The element type buffers of [kind] hold. */
 IlirType ilir_buf_type(IlirBufKind kind);
 

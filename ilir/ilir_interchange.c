@@ -86,6 +86,10 @@ static void walk(CtxArena *a, const IlirKernel *k, IlirBlock *b) {
   CtxVec v = {0};
   for (int i = 0; i < b->n; i++) {
     IlirStmt *s = b->stmts[i];
+    if (s->kind == ILIR_LOOP && s->tile_nodes) { /* a register tile: computed as it is */
+      ctx_vec_push(a, &v, s);
+      continue;
+    }
     IlirBlock *repl = s->kind == ILIR_LOOP ? interchange(a, k, s) : NULL;
     if (repl) {
       for (int r = 0; r < repl->n; r++) ctx_vec_push(a, &v, repl->stmts[r]);

@@ -337,6 +337,5 @@ IlirKernel *ilir_lower(CtxArena *arena, CtxDiag *diag, const RaProgram *p) {
   L.k->out_buf = L.res_buf[p->out_func];
   for (int k = 0; k < p->out_field; k++) L.k->out_off += p->funcs[p->out_func].fields[k].size;
   L.k->out_size = p->out_shape.size;
-  if (!(p->disabled & RA_OPT_INTERCHANGE)) ilir_interchange(arena, L.k);
   return ilir_verify(L.k, diag) ? L.k : NULL;
 }

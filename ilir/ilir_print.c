@@ -90,7 +90,7 @@ static void print_block(CtxBuf *out, const IlirKernel *k, const IlirBlock *b, in
       print_expr(out, k, s->hi);
       ctx_buf_putc(out, ')');
       if (s->tile_nodes)
-        ctx_buf_printf(out, " register tile %d nodes x %d outputs", s->tile_nodes, s->tile_outs);
+        ctx_buf_printf(out, " register tile %d x %d", s->tile_nodes, s->tile_outs);
       ctx_buf_puts(out, " {\n");
       print_block(out, k, &s->body, level + 1);
     } else if (s->kind == ILIR_STORE) {

@@ -589,13 +589,13 @@ static RaExpr *lower_matmul(RaBuilder *B, const AstExpr *e, RaExpr **idx) {
   if ((B->p->disabled & RA_OPT_PRODUCT_OPS) || uses_bound_var(B, e))
     return product_at(B, e, idx);
   RaShape shape = ra_shape_of(ra_type(B, e));
-  const char *name = ctx_arena_printf(B->arena, "%s.mm%d", B->fn->name, B->temps + 1);
-  RaOp *op = ra_new_op(B, name, &shape, e->span);
+  RaOp *op = ra_new_op(B, "", &shape, e->span);
   RaExpr *vars[RA_MAX_RANK];
   for (int i = 0; i < shape.rank; i++) vars[i] = ra_var_ref(B, op->vars[i]);
   op->body = product_at(B, e, vars);
   RaOp *used = ra_emit_unique(B, op);
-  if (used == op) B->temps++;
+  if (used == op) /* named in the order emitted: inner products first */
+    op->name = ctx_arena_printf(B->arena, "%s.mm%d", B->fn->name, ++B->temps);
   return read(B, RA_SRC_OP, used->id, idx, shape.rank);
 }
 

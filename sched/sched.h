@@ -64,6 +64,7 @@ typedef struct {
   bool specialize_leaf;        /* the leaf level as a loop of its own */
   bool hoist_products;         /* products with every dependency's result: per node */
   bool dense_scratch;          /* operators' rows for one level, not every node */
+  bool interchange;            /* untiled column-reading reductions by rows (ilir.h) */
   int tile_nodes, tile_outs;   /* register tiles of level products; 0: none */
 } SchedPlan;
 

@@ -40,10 +40,11 @@
 #include <string.h>
 
 SchedPlan sched_default_plan(unsigned disabled) {
-  SchedPlan plan = {0, 0, 0, 0, 0};
+  SchedPlan plan = {0, 0, 0, 0, 0, 0};
   plan.specialize_leaf = !(disabled & RA_OPT_SPECIALIZE_LEAF);
   plan.hoist_products = !(disabled & RA_OPT_HOIST_PRODUCTS);
   plan.dense_scratch = !(disabled & RA_OPT_DENSE_SCRATCH);
+  plan.interchange = !(disabled & RA_OPT_INTERCHANGE);
   if (!(disabled & RA_OPT_REGISTER_TILE)) {
     plan.tile_nodes = 4;
     plan.tile_outs = 64;
@@ -469,9 +470,33 @@ static void tile_block(Tiler *T, IlirBlock *b) {
   b->n = v.len;
 }
 
+/* Products inside a node: a loop `for t in [0, T) { for j in [0, J) { out[..]
+ * = sum(r) x(t, r) * y[.. + r * RS + j] } }` — MV-RNN's P = WM A, a matrix
+ * times the node's matrix — is a register tile as it is, over t. */
+static void tile_rows(Tiler *T, IlirBlock *b) {
+  for (int i = 0; i < b->n; i++) {
+    IlirStmt *s = b->stmts[i];
+    if (s->kind == ILIR_IF) {
+      tile_rows(T, &s->then);
+      tile_rows(T, &s->els);
+      continue;
+    }
+    if (s->kind != ILIR_LOOP || s->tile_nodes) continue;
+    const IlirStmt *outs, *store;
+    if (s->loop == ILIR_LOOP_SERIAL && s->lo->kind == ILIR_CONST && s->hi->kind == ILIR_CONST) {
+      s->tile_nodes = T->plan->tile_nodes;
+      s->tile_outs = T->plan->tile_outs;
+      if (ilir_tiled_parts(T->k, s, &outs, &store)) continue;
+      s->tile_nodes = s->tile_outs = 0;
+    }
+    tile_rows(T, &s->body);
+  }
+}
+
 static void register_tile(CtxArena *a, IlirKernel *k, const SchedPlan *plan) {
   Tiler T = {a, k, plan, 0};
   tile_block(&T, &k->body);
+  tile_rows(&T, &k->body);
 }
 
 /* ---- dense scratch ---------------------------------------------------------------- */
@@ -579,6 +604,7 @@ bool sched_apply(CtxArena *arena, CtxDiag *diag, IlirKernel *k, const SchedPlan 
   if (plan->specialize_leaf) specialize_leaf(arena, k);
   if (plan->hoist_products) hoist_products(arena, k);
   if (plan->tile_nodes > 0 && plan->tile_outs > 0) register_tile(arena, k, plan);
+  if (plan->interchange) ilir_interchange(arena, k);
   if (plan->dense_scratch) dense_scratch(arena, k);
   ilir_simplify(arena, k);
   return ilir_verify(k, diag);

@@ -99,10 +99,13 @@ def all_cases():
              tag="moderate"),
         # Sizes that leave every remainder of the register tiles: products of
         # 144 and 72 (treegru), 120 and 40 (treelstm) outputs, with more nodes
-        # per level than a tile holds.
+        # per level than a tile holds; mvrnn's 21 x 21 matrix products (tiles
+        # of rows inside a node).
         Case("treegru", "random", {"H": 72, "V": 50}, n=25, scale=0.3,
              tag="tiles"),
         Case("treelstm", "random", {"H": 40, "V": 50}, n=25, scale=0.3,
+             tag="tiles"),
+        Case("mvrnn", "random", {"H": 21, "V": 50}, n=25, scale=0.3,
              tag="tiles"),
     ]
     d = SMALL["childsum"]
