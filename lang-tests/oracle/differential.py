@@ -12,7 +12,10 @@ that regenerate the files and rerun both sides.
     differential.py --ctx PATH/TO/ctx [--models M ...] [--shapes S ...] [-k TEXT]
                     [--workdir DIR] [--rtol R] [--atol A] [--ctx-args ARGS]
                     [--seed S] [--timeout SEC] [--quick] [--list] [--self-check]
+                    [--aot-run PATH/TO/aot_run]
 
+--aot-run checks the libraries of `ctx build` instead: each model (with each
+case's dims and --ctx-args) is built once and run by lang-tests/aot/aot_run.c.
 --ctx-args replaces the default `--interp` (for a float32 backend, with looser
 --rtol/--atol); write it with '=': `--ctx-args='--target cpu'`. --quick skips the
 ~100,000-node chains and the moderate-size cases. --self-check needs no ctx: it
@@ -207,6 +210,43 @@ def ctx_argv(ctx, ctx_args, examples, case, f):
         run_args(case, f) + ["--output", f.got]
 
 
+def aot_build_argv(args, case, libdir):
+    """ctx build of the case's model (with its dims and --ctx-args) into libdir."""
+    return [args.ctx, "build", os.path.join(args.examples, case.model + ".ctx"), "-o",
+            libdir] + dim_args(case.dims) + args.ctx_args
+
+
+def aot_argv(args, case, f, libdir):
+    """The built library run by aot_run on the case's files."""
+    argv = [args.aot_run, libdir, case.model, "--weights", f.weights, "--input", f.input,
+            "--format", case.fmt]
+    if f.vocab:
+        argv += ["--vocab", f.vocab]
+    if case.all_nodes:
+        argv.append("--all-nodes")
+    return argv + ["--output", f.got]
+
+
+def aot_libdir(args, case, root):
+    """The library of the case's model and dims, built once per run."""
+    libdir = os.path.join(root, "aot-" + case.model + "".join(
+        f"-{k}{v}" for k, v in sorted(case.dims.items())))
+    if not os.path.exists(os.path.join(libdir, f"lib{case.model}.so")):
+        proc = subprocess.run(aot_build_argv(args, case, libdir), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, timeout=args.timeout)
+        if proc.returncode != 0:
+            return None, proc.stderr.decode(errors="replace").strip()
+    return libdir, None
+
+
+def run_argv(args, case, f, folder):
+    """How the case runs: ctx run, or (--aot-run) the built library."""
+    if not args.aot_run:
+        return ctx_argv(args.ctx, args.ctx_args, args.examples, case, f), None
+    libdir, why = aot_libdir(args, case, os.path.dirname(folder))
+    return (aot_argv(args, case, f, libdir), None) if libdir else (None, why)
+
+
 def shown(script, argv):
     return " ".join(shlex.quote(a) for a in [PYTHON, os.path.join(HERE, script)]
                     + argv)
@@ -264,7 +304,9 @@ def run_case(case, args, folder):
     if zoo.main(oracle_argv(case, f)) != 0:
         return False, seed, f, "the oracle rejected the generated input", t0
     ref = np.load(f.ref)
-    cmd = ctx_argv(args.ctx, args.ctx_args, args.examples, case, f)
+    cmd, why = run_argv(args, case, f, folder)
+    if cmd is None:
+        return False, seed, f, f"ctx build failed: {why}", t0
     if os.path.exists(f.got):              # a rerun in --workdir: no stale result
         os.remove(f.got)
     try:
@@ -296,9 +338,14 @@ def report_failure(case, args, seed, f, why):
     print(f"    {shown('make_data.py', weights_argv(case, f, seed))}")
     print(f"    {shown('make_data.py', input_argv(case, f, seed))}")
     print(f"    {shown('zoo.py', oracle_argv(case, f))}")
-    print("    " + " ".join(shlex.quote(a) for a in
-                             ctx_argv(args.ctx, args.ctx_args, args.examples,
-                                      case, f)))
+    if args.aot_run:
+        libdir = aot_libdir(args, case, os.path.dirname(f.dir))[0] or "LIBDIR"
+        print("    " + " ".join(shlex.quote(a) for a in aot_build_argv(args, case, libdir)))
+        print("    " + " ".join(shlex.quote(a) for a in aot_argv(args, case, f, libdir)))
+    else:
+        print("    " + " ".join(shlex.quote(a) for a in
+                                 ctx_argv(args.ctx, args.ctx_args, args.examples,
+                                          case, f)))
 
 
 def self_check_case(case, args, folder):
@@ -334,6 +381,9 @@ def parse_args(argv):
     ap.add_argument("--atol", type=float, default=1e-9)
     ap.add_argument("--ctx-args", default="--interp",
                     help="how to run ctx (default '--interp')")
+    ap.add_argument("--aot-run", help="instead of ctx run: build each model with "
+                    "`ctx build` (with --ctx-args) and run the library with this "
+                    "aot_run program (lang-tests/aot/aot_run.c)")
     ap.add_argument("--seed", type=int, default=1, help="base seed")
     ap.add_argument("--timeout", type=float, default=600,
                     help="seconds per ctx run")
@@ -350,6 +400,8 @@ def parse_args(argv):
         if not (os.path.isfile(args.ctx) and os.access(args.ctx, os.X_OK)):
             ap.error(f"--ctx {args.ctx}: not an executable file")
         args.ctx = os.path.abspath(args.ctx)
+        if args.aot_run:
+            args.aot_run = os.path.abspath(args.aot_run)
     return args
 
 
