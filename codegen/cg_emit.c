@@ -51,6 +51,7 @@ typedef struct {
 static LLVMValueRef emit_expr(CgEmit *E, const IlirExpr *e);
 static void emit_block(CgEmit *E, const IlirBlock *blk);
 static void emit_tiled(CgEmit *E, const IlirStmt *s);
+static void emit_store(CgEmit *E, const IlirStmt *s);
 
 static LLVMValueRef fail(CgEmit *E, LLVMTypeRef type, const char *what, int kind) {
   if (!E->failed) CTX_ICE(E->diag, "codegen: %s %d in kernel '%s'", what, kind, E->k->name);
@@ -413,6 +414,21 @@ static LLVMValueRef plus(CgEmit *E, LLVMValueRef x, long c) {
   return c ? LLVMBuildNSWAdd(E->b, x, const_i64(E, c), "") : x;
 }
 
+/* The tile's epilogue loops (ilir.h) on outputs [i0, i0 + count) of the row
+ * bound now: one loop, each epilogue's variable bound to its index, the
+ * epilogues' stores in order. */
+static void emit_epilogues(CgEmit *E, const CgTile *T, LLVMValueRef i0, long count) {
+  CgLoop L;
+  loop_open(E, &L, i0, plus(E, i0, count), "epi");
+  for (int e = 1; e < T->nodes->body.n && !E->failed; e++) {
+    const IlirStmt *lp = T->nodes->body.stmts[e];
+    if (bind_var(E, lp->var, L.iv)) emit_store(E, lp->body.stmts[0]);
+  }
+  loop_close(E, &L);
+  for (int e = 1; e < T->nodes->body.n && !E->failed; e++)
+    E->vars[T->nodes->body.stmts[e]->var->id] = NULL;
+}
+
 /* One tile: rows t in [n0, n0 + nb) x outputs [i0, i0 + iv * vl), summed in
  * nb * iv accumulators of vl floats, then stored. Per r, iv vector loads of
  * y's row and nb values x(t, r) feed nb * iv multiply-adds. */
@@ -457,6 +473,7 @@ static void emit_tile(CgEmit *E, const CgTile *T, LLVMValueRef n0, int nb, LLVMV
                                        elem_ptr(E, T->store->buf, emit_expr(E, T->store->index)));
       LLVMSetAlignment(st, 4);
     }
+    if (T->nodes->body.n > 1 && !E->failed) emit_epilogues(E, T, i0, (long)iv * vl);
   }
 }
 

@@ -139,8 +139,14 @@ struct IlirStmt {
    * terms `sum(r in [0, R)) x * y[..]`, x not reading j, y's index moving by
    * one element per j and not with t (a PACKED weight block P[r * J + j] for
    * the products of a level's nodes, a node's matrix for products inside a
-   * node). It means exactly that loop nest; codegen computes it tile_nodes
-   * iterations of t x tile_outs outputs at a time in registers. */
+   * node). After that loop the body may hold epilogue loops `for j2 in
+   * [0, J) { Y[idx2] = f }` (idx2 moving by one per j2; Ys distinct and read
+   * by the product at most at dependencies' rows) whose f reads each buffer
+   * the tile writes only at
+   * the element of the same t and j2 — the activations after a level's
+   * product. It means exactly that loop nest; codegen computes it tile_nodes
+   * iterations of t x tile_outs outputs at a time in registers, and runs the
+   * epilogues on each block of outputs as soon as it is stored. */
   int tile_nodes, tile_outs;
   /* STORE */
   int buf;
@@ -197,6 +203,10 @@ IlirExpr *ilir_reduce(CtxArena *a, int op, IlirVar *v, IlirExpr *lo, IlirExpr *h
 /* Index analysis. ILIR_NONLINEAR: [e] is not linear in [v] (a load whose
  * index involves v, a product of variables). */
 enum { ILIR_NONLINEAR = -1 };
+/* Are [a] and [b] the same expression, with [va] in [a] standing for [vb] in
+ * [b] (both NULL: exactly the same)? */
+bool ilir_same_expr(const IlirExpr *a, const IlirExpr *b, const IlirVar *va,
+                    const IlirVar *vb);
 /* The coefficient of [v] in the integer expression [e], or ILIR_NONLINEAR. */
 long ilir_coef(const IlirExpr *e, const IlirVar *v);
 /* Does [e] mention [v] anywhere (indices of loads included)? */
@@ -205,7 +215,8 @@ bool ilir_uses(const IlirExpr *e, const IlirVar *v);
  * [cap]); returns their number, which may exceed cap. */
 int ilir_sum_terms(IlirExpr *e, IlirExpr **terms, int cap);
 /* Is [s] a register-tiled product as IlirStmt describes? On success
- * [*out_loop] is its output loop and [*store] the store inside. */
+ * [*out_loop] is its output loop and [*store] the store inside; the epilogue
+ * loops are s->body.stmts[1 ..]. */
 bool ilir_tiled_parts(const IlirKernel *k, const IlirStmt *s, const IlirStmt **out_loop,
                       const IlirStmt **store);
 IlirVar *ilir_new_var(CtxArena *a, IlirKernel *k, const char *name);

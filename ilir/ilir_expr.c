@@ -141,6 +141,19 @@ IlirStmt *ilir_store(CtxArena *a, int buf, IlirExpr *index, IlirExpr *value) {
 
 /* ---- index analysis ---------------------------------------------------------------- */
 
+bool ilir_same_expr(const IlirExpr *a, const IlirExpr *b, const IlirVar *va,
+                    const IlirVar *vb) {
+  if (!a || !b || (a == b && !va)) return a == b;
+  if (a->kind != b->kind || a->type != b->type || a->op != b->op || a->ival != b->ival ||
+      a->buf != b->buf)
+    return false;
+  if (a->var != b->var && !(va && a->var == va && b->var == vb)) return false;
+  if (a->kind == ILIR_CONST && a->fval != b->fval) return false;
+  return ilir_same_expr(a->a, b->a, va, vb) && ilir_same_expr(a->b, b->b, va, vb) &&
+         ilir_same_expr(a->c, b->c, va, vb) && ilir_same_expr(a->lo, b->lo, va, vb) &&
+         ilir_same_expr(a->hi, b->hi, va, vb);
+}
+
 long ilir_coef(const IlirExpr *e, const IlirVar *v) {
   switch (e->kind) {
   case ILIR_CONST: case ILIR_ARG: return 0;
@@ -201,10 +214,65 @@ static bool tiled_term(const IlirKernel *k, const IlirExpr *t, const IlirVar *ro
          !ilir_uses(m->a, j) && !reads_buf(m, out);
 }
 
+/* What a tile writes: buffer [buf] at [index], an expression of [var]. */
+typedef struct {
+  int buf;
+  const IlirExpr *index;
+  const IlirVar *var;
+} Written;
+
+/* Does [e] read the buffers of [w] only at their written element, [j2] for
+ * their output variable? */
+static bool reads_only_at(const IlirExpr *e, const Written *w, int nw, const IlirVar *j2) {
+  if (!e) return true;
+  if (e->kind == ILIR_LOAD)
+    for (int i = 0; i < nw; i++)
+      if (e->buf == w[i].buf && !ilir_same_expr(e->a, w[i].index, j2, w[i].var)) return false;
+  return reads_only_at(e->a, w, nw, j2) && reads_only_at(e->b, w, nw, j2) &&
+         reads_only_at(e->c, w, nw, j2) && reads_only_at(e->lo, w, nw, j2) &&
+         reads_only_at(e->hi, w, nw, j2);
+}
+
+/* Does [e] read [buf] other than at a dependency's row (an index through
+ * dep[]: an earlier level, never a row the tile's level writes)? */
+static bool reads_own_rows(const IlirKernel *k, const IlirExpr *e, int buf) {
+  if (!e) return false;
+  if (e->kind == ILIR_LOAD && e->buf == buf && !reads_buf(e->a, k->dep_buf)) return true;
+  return reads_own_rows(k, e->a, buf) || reads_own_rows(k, e->b, buf) ||
+         reads_own_rows(k, e->c, buf) || reads_own_rows(k, e->lo, buf) ||
+         reads_own_rows(k, e->hi, buf);
+}
+
+/* Are s->body.stmts[1 ..] epilogues of the tile whose output loop is [il]
+ * and store [st] (ilir.h)? */
+static bool epilogues_ok(const IlirKernel *k, const IlirStmt *s, const IlirStmt *il,
+                         const IlirStmt *st) {
+  enum { MAX_EPI = 32 };
+  if (s->body.n > MAX_EPI) return false;
+  Written w[MAX_EPI];
+  int nw = 0;
+  w[nw++] = (Written){st->buf, st->index, il->var};
+  for (int e = 1; e < s->body.n; e++) {
+    const IlirStmt *lp = s->body.stmts[e];
+    if (lp->kind != ILIR_LOOP || lp->loop != ILIR_LOOP_SERIAL || lp->tile_nodes ||
+        lp->body.n != 1 || lp->body.stmts[0]->kind != ILIR_STORE ||
+        !ilir_same_expr(lp->lo, il->lo, NULL, NULL) || !ilir_same_expr(lp->hi, il->hi, NULL, NULL))
+      return false;
+    const IlirStmt *y = lp->body.stmts[0];
+    if (ilir_coef(y->index, lp->var) != 1 || reads_own_rows(k, st->value, y->buf) ||
+        !reads_only_at(y->value, w, nw, lp->var) || !reads_only_at(y->index, w, nw, lp->var))
+      return false;
+    for (int i = 0; i < nw; i++)
+      if (w[i].buf == y->buf) return false;
+    w[nw++] = (Written){y->buf, y->index, lp->var};
+  }
+  return true;
+}
+
 bool ilir_tiled_parts(const IlirKernel *k, const IlirStmt *s, const IlirStmt **out_loop,
                       const IlirStmt **store) {
   if (s->kind != ILIR_LOOP || (s->loop != ILIR_LOOP_NODES && s->loop != ILIR_LOOP_SERIAL) ||
-      s->tile_nodes <= 0 || s->tile_outs <= 0 || s->body.n != 1)
+      s->tile_nodes <= 0 || s->tile_outs <= 0 || s->body.n < 1)
     return false;
   const IlirStmt *il = s->body.stmts[0];
   if (il->kind != ILIR_LOOP || il->body.n != 1 || il->lo->kind != ILIR_CONST ||
@@ -217,6 +285,7 @@ bool ilir_tiled_parts(const IlirKernel *k, const IlirStmt *s, const IlirStmt **o
   if (n > 16) return false;
   for (int t = 0; t < n; t++)
     if (!tiled_term(k, terms[t], s->var, il->var, st->buf)) return false;
+  if (!epilogues_ok(k, s, il, st)) return false;
   *out_loop = il;
   *store = st;
   return true;

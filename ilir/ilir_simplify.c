@@ -23,19 +23,9 @@ typedef struct {
   bool ok; /* fits in MAX_TERMS */
 } Linear;
 
-static bool same(const IlirExpr *a, const IlirExpr *b) {
-  if (a == b) return true;
-  if (!a || !b || a->kind != b->kind || a->type != b->type || a->op != b->op ||
-      a->ival != b->ival || a->var != b->var || a->buf != b->buf)
-    return false;
-  if (a->kind == ILIR_CONST && a->fval != b->fval) return false;
-  return same(a->a, b->a) && same(a->b, b->b) && same(a->c, b->c) && same(a->lo, b->lo) &&
-         same(a->hi, b->hi);
-}
-
 static void add_term(Linear *L, IlirExpr *atom, long coef) {
   for (int i = 0; i < L->n; i++)
-    if (same(L->atom[i], atom)) {
+    if (ilir_same_expr(L->atom[i], atom, NULL, NULL)) {
       L->coef[i] += coef;
       return;
     }

@@ -168,12 +168,13 @@ enum {
   RA_OPT_CSE = 64,            /* one operator for equal operators of a block */
   RA_OPT_HOIST_PRODUCTS = 128, /* sched: products with every dependency's result
                                   computed once per node, at its own level */
-  RA_OPT_DENSE_SCRATCH = 256   /* sched: operators' rows for one level at a time */
+  RA_OPT_DENSE_SCRATCH = 256,  /* sched: operators' rows for one level at a time */
+  RA_OPT_FUSE_EPILOGUE = 512   /* sched: elementwise statements into a tile's epilogue */
 };
 
 /* The flag named [name] ("concat-split", "product-ops", "interchange",
  * "specialize-leaf", "register-tile", "vector-math", "cse", "hoist-products",
- * "dense-scratch"), or 0.
+ * "dense-scratch", "fuse-epilogue"), or 0.
  * [names] (may be NULL) receives the list of names for messages. */
 unsigned ra_opt_lookup(const char *name, const char **names);
 

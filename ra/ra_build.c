@@ -287,10 +287,11 @@ unsigned ra_opt_lookup(const char *name, const char **names) {
       {"vector-math", RA_OPT_VECTOR_MATH},
       {"cse", RA_OPT_CSE},
       {"hoist-products", RA_OPT_HOIST_PRODUCTS},
-      {"dense-scratch", RA_OPT_DENSE_SCRATCH}};
+      {"dense-scratch", RA_OPT_DENSE_SCRATCH},
+      {"fuse-epilogue", RA_OPT_FUSE_EPILOGUE}};
   if (names)
     *names = "concat-split, product-ops, interchange, specialize-leaf, register-tile, "
-             "vector-math, cse, hoist-products, dense-scratch";
+             "vector-math, cse, hoist-products, dense-scratch, fuse-epilogue";
   for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
     if (strcmp(opts[i].name, name) == 0) return opts[i].bit;
   return 0;

@@ -65,6 +65,7 @@ typedef struct {
   bool hoist_products;         /* products with every dependency's result: per node */
   bool dense_scratch;          /* operators' rows for one level, not every node */
   bool interchange;            /* untiled column-reading reductions by rows (ilir.h) */
+  bool fuse_epilogue;          /* elementwise statements after a tile into the tile */
   int tile_nodes, tile_outs;   /* register tiles of level products; 0: none */
 } SchedPlan;
 

@@ -40,11 +40,12 @@
 #include <string.h>
 
 SchedPlan sched_default_plan(unsigned disabled) {
-  SchedPlan plan = {0, 0, 0, 0, 0, 0};
+  SchedPlan plan = {0, 0, 0, 0, 0, 0, 0};
   plan.specialize_leaf = !(disabled & RA_OPT_SPECIALIZE_LEAF);
   plan.hoist_products = !(disabled & RA_OPT_HOIST_PRODUCTS);
   plan.dense_scratch = !(disabled & RA_OPT_DENSE_SCRATCH);
   plan.interchange = !(disabled & RA_OPT_INTERCHANGE);
+  plan.fuse_epilogue = !(disabled & RA_OPT_FUSE_EPILOGUE);
   if (!(disabled & RA_OPT_REGISTER_TILE)) {
     plan.tile_nodes = 4;
     plan.tile_outs = 64;
@@ -499,6 +500,50 @@ static void register_tile(CtxArena *a, IlirKernel *k, const SchedPlan *plan) {
   tile_rows(&T, &k->body);
 }
 
+/* ---- epilogue fusion ----------------------------------------------------------------- */
+
+/* A tiled level product is followed by the node loop of what comes after it
+ * in each node's body. Its leading elementwise statements over the product's
+ * outputs — `for i in [0, J) { g[n, i] = sigmoid(mm[n, i] + b[i]) }`, and
+ * after it whatever reads only those same elements — move into the tile as
+ * epilogues (ilir.h), so codegen applies them to each block of outputs while
+ * it is in L1, instead of in another pass over the level. */
+static void fuse_block(CtxArena *a, IlirKernel *k, IlirBlock *b) {
+  int out = 0;
+  for (int i = 0; i < b->n; i++) {
+    IlirStmt *s = b->stmts[i];
+    if (s->kind == ILIR_LOOP && s->loop == ILIR_LOOP_LEVELS) fuse_block(a, k, &s->body);
+    b->stmts[out++] = s;
+    IlirStmt *next = i + 1 < b->n ? b->stmts[i + 1] : NULL;
+    if (s->kind != ILIR_LOOP || s->loop != ILIR_LOOP_NODES || !s->tile_nodes || !next ||
+        next->kind != ILIR_LOOP || next->loop != ILIR_LOOP_NODES || next->tile_nodes ||
+        next->var != s->var || !ilir_same_expr(next->lo, s->lo, NULL, NULL) ||
+        !ilir_same_expr(next->hi, s->hi, NULL, NULL))
+      continue;
+    int moved = 0;
+    IlirStmt **grown = CTX_NEW_ARRAY(a, IlirStmt *, s->body.n + next->body.n);
+    memcpy(grown, s->body.stmts, (size_t)s->body.n * sizeof *grown);
+    IlirBlock saved = s->body;
+    s->body.stmts = grown;
+    for (; moved < next->body.n; moved++) {
+      s->body.stmts[s->body.n++] = next->body.stmts[moved];
+      const IlirStmt *outs, *store;
+      if (!ilir_tiled_parts(k, s, &outs, &store)) {
+        s->body.n--;
+        break;
+      }
+    }
+    if (!moved) {
+      s->body = saved;
+      continue;
+    }
+    next->body.stmts += moved;
+    next->body.n -= moved;
+    if (!next->body.n) i++; /* all of it moved */
+  }
+  b->n = out;
+}
+
 /* ---- dense scratch ---------------------------------------------------------------- */
 
 /* An operator's scratch row is written and read only at the node of its nodes
@@ -604,6 +649,7 @@ bool sched_apply(CtxArena *arena, CtxDiag *diag, IlirKernel *k, const SchedPlan 
   if (plan->specialize_leaf) specialize_leaf(arena, k);
   if (plan->hoist_products) hoist_products(arena, k);
   if (plan->tile_nodes > 0 && plan->tile_outs > 0) register_tile(arena, k, plan);
+  if (plan->fuse_epilogue) fuse_block(arena, k, &k->body);
   if (plan->interchange) ilir_interchange(arena, k);
   if (plan->dense_scratch) dense_scratch(arena, k);
   ilir_simplify(arena, k);

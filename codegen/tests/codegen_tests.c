@@ -310,13 +310,15 @@ END_TEST
 enum { TI = 83, TR = 37 }; /* outputs (blocks, one vector, 3 floats), reductions */
 
 /* out[n, i] = sum(r) x[n, r] * P[r * TI + i] + sum(r) y[n, r] * P[r * TI + i] over
- * nodes [0, num_nodes), tiled 4 nodes x 64 outputs. */
+ * nodes [0, num_nodes), tiled 4 nodes x 64 outputs, with the epilogue
+ * act[n, i] = tanh(out[n, i]) * 0.5. */
 static void tiled_kernel(T *t) {
   int x = buf(t, "x", ILIR_BUF_SCRATCH, TR), y = buf(t, "y", ILIR_BUF_SCRATCH, TR);
   int pk = buf(t, "W.packed", ILIR_BUF_PACKED, TR * TI);
   t->k->bufs[pk].pack = (IlirPack){0, TR, TR, TI};
-  int out = buf(t, "out", ILIR_BUF_RESULT, TI);
+  int out = buf(t, "out", ILIR_BUF_RESULT, TI), act = buf(t, "act", ILIR_BUF_RESULT, TI);
   IlirVar *n = var(t, "n"), *i = var(t, "i"), *r = var(t, "r"), *r2 = var(t, "r2");
+  IlirVar *i2 = var(t, "i2");
   IlirExpr *term[2];
   IlirVar *rv[2] = {r, r2};
   int src[2] = {x, y};
@@ -328,8 +330,11 @@ static void tiled_kernel(T *t) {
   }
   IlirStmt *st = store(t, out, bin(t, ILIR_ADD, bin(t, ILIR_MUL, vr(t, n), ci(t, TI)), vr(t, i)),
                        bin(t, ILIR_ADD, term[0], term[1]));
-  IlirStmt *nodes = loop(t, n, ci(t, 0), arg(t, 0), loop(t, i, ci(t, 0), ci(t, TI), st));
-  nodes->loop = ILIR_LOOP_NODES;
+  IlirExpr *row2 = bin(t, ILIR_ADD, bin(t, ILIR_MUL, vr(t, n), ci(t, TI)), vr(t, i2));
+  IlirStmt *epi = store(t, act, row2,
+                        bin(t, ILIR_MUL, un(t, ILIR_TANH, ld(t, out, row2)), cf(t, 0.5f)));
+  IlirStmt *both[2] = {loop(t, i, ci(t, 0), ci(t, TI), st), loop(t, i2, ci(t, 0), ci(t, TI), epi)};
+  IlirStmt *nodes = ilir_loop(t->a, n, ci(t, 0), arg(t, 0), ILIR_LOOP_NODES, block(t, 2, both));
   nodes->tile_nodes = 4;
   nodes->tile_outs = 64;
   t->k->body = block(t, 1, &nodes);
@@ -343,7 +348,7 @@ START_TEST(register_tile) {
   CgJit *jit;
   CgKernelFn fn = compile(&t, &jit);
   static float x[(NN + 1) * TR], y[(NN + 1) * TR], w[TI * TR], pk[TR * TI];
-  static float res[(NN + 1) * TI];
+  static float res[(NN + 1) * TI], act[(NN + 1) * TI];
   for (int k = 0; k < (NN + 1) * TR; k++) {
     x[k] = (float)((k * 37) % 101) / 50.0f - 1.0f;
     y[k] = (float)((k * 53) % 89) / 45.0f - 1.0f;
@@ -353,9 +358,10 @@ START_TEST(register_tile) {
       w[i * TR + r] = (float)((i * 31 + r * 17) % 97) / 48.0f - 1.0f;
       pk[r * TI + i] = w[i * TR + r];
     }
-  void *bufs[] = {x, y, pk, res};
+  void *bufs[] = {x, y, pk, res, act};
   for (int nt = 1; nt <= 3; nt++) {
     memset(res, 0, sizeof res);
+    memset(act, 0, sizeof act);
     run_team(fn, bufs, nt);
     for (int n = 0; n < NN; n++)
       for (int i = 0; i < TI; i++) {
@@ -364,6 +370,7 @@ START_TEST(register_tile) {
           want += ((double)x[n * TR + r] + y[n * TR + r]) * w[i * TR + r];
         ck_assert_msg(close_to(res[n * TI + i], want), "n=%d i=%d: %g, want %g (%d threads)",
                       n, i, (double)res[n * TI + i], want, nt);
+        ck_assert(close_to(act[n * TI + i], tanh(res[n * TI + i]) * 0.5));
       }
     ck_assert_float_eq(res[NN * TI], 0); /* the row after the last node: untouched */
   }

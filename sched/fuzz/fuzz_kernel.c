@@ -1,0 +1,41 @@
+/* fuzz_kernel.c — libFuzzer target for the middle end through scheduling:
+ * parser, sema, RA, ILIR lowering, the default schedule's passes, the
+ * simplifier and the verifier with bounds inference.
+ *
+ * The first byte chooses which optimizations are off (RA_OPT_* bits), the
+ * rest is the model: any byte string must go through without a crash, a
+ * hang, a sanitizer report or an internal compiler error — a valid model
+ * must always yield a kernel the verifier accepts.
+ */
+#include "sched/sched.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
+  if (size == 0) return 0;
+  unsigned disabled = data[0];
+  CtxSources srcs;
+  ctx_sources_init(&srcs);
+  FILE *sink = fopen("/dev/null", "w");
+  CtxDiag diag;
+  ctx_diag_init(&diag, &srcs, sink);
+  CtxArena *arena = ctx_arena_new();
+  int id = ctx_sources_add(&srcs, "fuzz.ctx", (const char *)data + 1, size - 1);
+  AstFile *f = ast_parse(arena, &diag, id);
+  SemaModel *m = diag.errors == 0 ? sema_check(arena, &diag, &f, 1, NULL, 0) : NULL;
+  RaProgram *p = m && m->output_func && diag.errors == 0 ? ra_build(arena, &diag, m, disabled)
+                                                        : NULL;
+  IlirKernel *k = p && diag.errors == 0 ? ilir_lower(arena, &diag, p) : NULL;
+  if (k) {
+    SchedPlan plan = sched_default_plan(disabled);
+    sched_apply(arena, &diag, k, &plan);
+  }
+  if (diag.ice) abort(); /* a valid model the compiler could not compile */
+  ctx_arena_free(arena);
+  ctx_sources_free(&srcs);
+  fclose(sink);
+  return 0;
+}
