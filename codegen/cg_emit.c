@@ -414,19 +414,25 @@ static LLVMValueRef plus(CgEmit *E, LLVMValueRef x, long c) {
   return c ? LLVMBuildNSWAdd(E->b, x, const_i64(E, c), "") : x;
 }
 
-/* The tile's epilogue loops (ilir.h) on outputs [i0, i0 + count) of the row
- * bound now: one loop, each epilogue's variable bound to its index, the
- * epilogues' stores in order. */
-static void emit_epilogues(CgEmit *E, const CgTile *T, LLVMValueRef i0, long count) {
-  CgLoop L;
-  loop_open(E, &L, i0, plus(E, i0, count), "epi");
+/* The tile's epilogue loops (ilir.h) on the block of outputs [i0, i0 +
+ * count) of rows [lo, hi), once the block is stored for all of them (it is
+ * still in L1): for t { for each epilogue in order { for j2 { its store } } }
+ * — a loop per epilogue, innermost, so each vectorizes as it would have in a
+ * node loop of its own. Emitted once per block shape, not per row of a tile,
+ * to keep the code small. */
+static void emit_epilogues(CgEmit *E, const CgTile *T, LLVMValueRef lo, LLVMValueRef hi,
+                           LLVMValueRef i0, long count) {
+  CgLoop Lt, L;
+  loop_open(E, &Lt, lo, hi, "epi.t");
+  if (!bind_var(E, T->nodes->var, Lt.iv)) return;
   for (int e = 1; e < T->nodes->body.n && !E->failed; e++) {
     const IlirStmt *lp = T->nodes->body.stmts[e];
+    loop_open(E, &L, i0, plus(E, i0, count), "epi");
     if (bind_var(E, lp->var, L.iv)) emit_store(E, lp->body.stmts[0]);
+    loop_close(E, &L);
+    E->vars[lp->var->id] = NULL;
   }
-  loop_close(E, &L);
-  for (int e = 1; e < T->nodes->body.n && !E->failed; e++)
-    E->vars[T->nodes->body.stmts[e]->var->id] = NULL;
+  loop_close(E, &Lt);
 }
 
 /* One tile: rows t in [n0, n0 + nb) x outputs [i0, i0 + iv * vl), summed in
@@ -473,7 +479,6 @@ static void emit_tile(CgEmit *E, const CgTile *T, LLVMValueRef n0, int nb, LLVMV
                                        elem_ptr(E, T->store->buf, emit_expr(E, T->store->index)));
       LLVMSetAlignment(st, 4);
     }
-    if (T->nodes->body.n > 1 && !E->failed) emit_epilogues(E, T, i0, (long)iv * vl);
   }
 }
 
@@ -514,6 +519,8 @@ static void emit_tiled(CgEmit *E, const IlirStmt *s) {
     loop_open(E, &Lr, rest, hi, "n");
     emit_tile(E, &T, Lr.iv, 1, Li.iv, seg[g].iv, seg[g].vl);
     loop_close(E, &Lr);
+    if (s->body.n > 1 && !E->failed)
+      emit_epilogues(E, &T, lo, hi, Li.iv, (long)seg[g].iv * seg[g].vl);
     loop_close_by(E, &Li, (long)seg[g].iv * seg[g].vl);
   }
   if (!E->failed) E->vars[s->var->id] = E->vars[T.outs->var->id] = NULL;

@@ -31,8 +31,9 @@ static const char common_options[] =
     "  -D NAME=VALUE      override dim NAME (also -DNAME=VALUE)\n"
     "  --disable=OPT,...  turn optimizations off: concat-split, product-ops,\n"
     "                     interchange, specialize-leaf, register-tile,\n"
-    "                     vector-math, cse, hoist-products, dense-scratch,\n"
-    "                     fuse-epilogue (for testing; all are on by default)\n"
+    "                     vector-math, cse, hoist-products, dense-scratch (for\n"
+    "                     testing; all are on by default)\n"
+    "  --enable=OPT,...   turn optional optimizations on: fuse-epilogue\n"
     "  --syntax-only      parse only; do not check names, shapes and recursion\n"
     "  -h, --help         show this help\n";
 
@@ -69,8 +70,9 @@ static const char run_options[] =
     "  -D NAME=VALUE      override dim NAME (also -DNAME=VALUE)\n"
     "  --disable=OPT,...  turn optimizations off: concat-split, product-ops,\n"
     "                     interchange, specialize-leaf, register-tile,\n"
-    "                     vector-math, cse, hoist-products, dense-scratch,\n"
-    "                     fuse-epilogue (for testing; all are on by default)\n"
+    "                     vector-math, cse, hoist-products, dense-scratch (for\n"
+    "                     testing; all are on by default)\n"
+    "  --enable=OPT,...   turn optional optimizations on: fuse-epilogue\n"
     "  --error-limit=N    stop after N errors (default 20, 0 = no limit)\n"
     "  -h, --help         show this help\n"
     "\n"
@@ -94,8 +96,9 @@ static const char build_options[] =
     "  -D NAME=VALUE      override dim NAME (also -DNAME=VALUE)\n"
     "  --disable=OPT,...  turn optimizations off: concat-split, product-ops,\n"
     "                     interchange, specialize-leaf, register-tile,\n"
-    "                     vector-math, cse, hoist-products, dense-scratch,\n"
-    "                     fuse-epilogue (for testing; all are on by default)\n"
+    "                     vector-math, cse, hoist-products, dense-scratch (for\n"
+    "                     testing; all are on by default)\n"
+    "  --enable=OPT,...   turn optional optimizations on: fuse-epilogue\n"
     "  --error-limit=N    stop after N errors (default 20, 0 = no limit)\n"
     "  -h, --help         show this help\n"
     "\n"
@@ -162,8 +165,9 @@ static const char *option_value(int argc, char **argv, int *i, const char *name,
   return argv[++*i];
 }
 
-/* --disable=a,b: every name must be an optimization (ra_opt_lookup). */
-static bool parse_disable(CtxOptions *o, const char *list) {
+/* --disable=a,b (--enable=a,b when [on]): every name must be an optimization
+ * (ra_opt_lookup). */
+static bool parse_opts(CtxOptions *o, const char *list, bool on) {
   char name[64];
   while (*list) {
     size_t n = strcspn(list, ",");
@@ -172,7 +176,7 @@ static bool parse_disable(CtxOptions *o, const char *list) {
     name[n] = 0;
     unsigned bit = ra_opt_lookup(name, NULL);
     if (!bit) return false;
-    o->disabled |= bit;
+    o->disabled = on ? o->disabled & ~bit : o->disabled | bit;
     list += n + (list[n] == ',');
   }
   return true;
@@ -219,6 +223,7 @@ static bool parse_define(CtxOptions *o, const char *def) {
 /* Parses the arguments after the verb into [o]. Returns 0, or an exit code
  * (help printed: -1 meaning "exit 0"). */
 static int parse_args(const Verb *v, int argc, char **argv, CtxOptions *o) {
+  o->disabled = RA_OPT_DEFAULT_OFF;
   o->files = calloc((size_t)argc + 1, sizeof(char *));
   o->defines = calloc((size_t)argc + 1, sizeof(SemaDefine));
   if (!o->files || !o->defines) ctx_oom();
@@ -251,8 +256,11 @@ static int parse_args(const Verb *v, int argc, char **argv, CtxOptions *o) {
       if (missing || !parse_int(val, &o->error_limit))
         return usage_error(v, "option '--error-limit' needs a number, found '%s'", val);
     } else if ((val = option_value(argc, argv, &i, "--disable", &missing))) {
-      if (missing || !parse_disable(o, val))
+      if (missing || !parse_opts(o, val, false))
         return usage_error(v, "unknown optimization in '--disable=%s'", val);
+    } else if ((val = option_value(argc, argv, &i, "--enable", &missing))) {
+      if (missing || !parse_opts(o, val, true))
+        return usage_error(v, "unknown optimization in '--enable=%s'", val);
     } else if (strcmp(a, "--syntax-only") == 0) {
       o->syntax_only = true;
     } else if (strncmp(a, "-D", 2) == 0) {

@@ -172,6 +172,11 @@ enum {
   RA_OPT_FUSE_EPILOGUE = 512   /* sched: elementwise statements into a tile's epilogue */
 };
 
+/* The optimizations that are off unless `--enable=NAME` turns them on: built
+ * and tested (the differential tests run with each enabled), but not faster
+ * on this project's benchmarks yet (docs/architecture.md). */
+enum { RA_OPT_DEFAULT_OFF = RA_OPT_FUSE_EPILOGUE };
+
 /* The flag named [name] ("concat-split", "product-ops", "interchange",
  * "specialize-leaf", "register-tile", "vector-math", "cse", "hoist-products",
  * "dense-scratch", "fuse-epilogue"), or 0.

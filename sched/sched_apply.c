@@ -507,7 +507,23 @@ static void register_tile(CtxArena *a, IlirKernel *k, const SchedPlan *plan) {
  * outputs — `for i in [0, J) { g[n, i] = sigmoid(mm[n, i] + b[i]) }`, and
  * after it whatever reads only those same elements — move into the tile as
  * epilogues (ilir.h), so codegen applies them to each block of outputs while
- * it is in L1, instead of in another pass over the level. */
+ * it is in L1, instead of in another pass over the level. Statements with a
+ * reduction (childsum's sum over the children) stay where they are: inside
+ * the epilogue they measured 2x slower. Off by default (RA_OPT_DEFAULT_OFF,
+ * `--enable=fuse-epilogue`): on this project's benchmarks it has not been
+ * faster yet (childsum H=64 B=10 0.24 ms against 0.17 ms without it). */
+static bool has_reduce(const IlirExpr *e) {
+  return e && (e->kind == ILIR_REDUCE || has_reduce(e->a) || has_reduce(e->b) ||
+               has_reduce(e->c));
+}
+
+/* A loop of one store without a reduction: it vectorizes as an epilogue (a
+ * reduction inside would keep the loop around it scalar). */
+static bool elementwise(const IlirStmt *s) {
+  return s->kind == ILIR_LOOP && s->body.n == 1 && s->body.stmts[0]->kind == ILIR_STORE &&
+         !has_reduce(s->body.stmts[0]->value);
+}
+
 static void fuse_block(CtxArena *a, IlirKernel *k, IlirBlock *b) {
   int out = 0;
   for (int i = 0; i < b->n; i++) {
@@ -525,7 +541,7 @@ static void fuse_block(CtxArena *a, IlirKernel *k, IlirBlock *b) {
     memcpy(grown, s->body.stmts, (size_t)s->body.n * sizeof *grown);
     IlirBlock saved = s->body;
     s->body.stmts = grown;
-    for (; moved < next->body.n; moved++) {
+    for (; moved < next->body.n && elementwise(next->body.stmts[moved]); moved++) {
       s->body.stmts[s->body.n++] = next->body.stmts[moved];
       const IlirStmt *outs, *store;
       if (!ilir_tiled_parts(k, s, &outs, &store)) {
