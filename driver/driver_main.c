@@ -23,17 +23,21 @@ typedef struct {
   int (*option)(int argc, char **argv, int *i, CtxOptions *o);
 } Verb;
 
+/* --disable / --enable, in every verb that compiles (names: ra_opt_lookup). */
+#define OPT_OPTIONS                                                                \
+  "  --disable=OPT,...  turn optimizations off: concat-split, product-ops,\n"      \
+  "                     interchange, specialize-leaf, register-tile,\n"            \
+  "                     vector-math, cse, hoist-products, dense-scratch (for\n"    \
+  "                     testing; all are on by default)\n"                         \
+  "  --enable=OPT,...   turn optional optimizations on: fuse-epilogue\n"
+
 static const char common_options[] =
     "  --dump=STAGE       print a stage's output: tokens, ast, ra, ilir, llvm (the\n"
     "                     optimized LLVM IR of the kernel)\n"
     "  --emit=asm         print the kernel's assembly for this CPU\n"
     "  --error-limit=N    stop after N errors (default 20, 0 = no limit)\n"
     "  -D NAME=VALUE      override dim NAME (also -DNAME=VALUE)\n"
-    "  --disable=OPT,...  turn optimizations off: concat-split, product-ops,\n"
-    "                     interchange, specialize-leaf, register-tile,\n"
-    "                     vector-math, cse, hoist-products, dense-scratch (for\n"
-    "                     testing; all are on by default)\n"
-    "  --enable=OPT,...   turn optional optimizations on: fuse-epilogue\n"
+    OPT_OPTIONS
     "  --syntax-only      parse only; do not check names, shapes and recursion\n"
     "  -h, --help         show this help\n";
 
@@ -68,11 +72,7 @@ static const char run_options[] =
     "                     time: median_ms=.. p10_ms=.. p90_ms=.. batches=.. batch_size=..\n"
     "  --threads N        threads the kernel runs on (default: every core)\n"
     "  -D NAME=VALUE      override dim NAME (also -DNAME=VALUE)\n"
-    "  --disable=OPT,...  turn optimizations off: concat-split, product-ops,\n"
-    "                     interchange, specialize-leaf, register-tile,\n"
-    "                     vector-math, cse, hoist-products, dense-scratch (for\n"
-    "                     testing; all are on by default)\n"
-    "  --enable=OPT,...   turn optional optimizations on: fuse-epilogue\n"
+    OPT_OPTIONS
     "  --error-limit=N    stop after N errors (default 20, 0 = no limit)\n"
     "  -h, --help         show this help\n"
     "\n"
@@ -94,11 +94,7 @@ static const char build_options[] =
     "                     libNAME.a, NAME.h (the API; NAME is the model's name),\n"
     "                     and the intermediate NAME_kernel.o, NAME_model.c/.o\n"
     "  -D NAME=VALUE      override dim NAME (also -DNAME=VALUE)\n"
-    "  --disable=OPT,...  turn optimizations off: concat-split, product-ops,\n"
-    "                     interchange, specialize-leaf, register-tile,\n"
-    "                     vector-math, cse, hoist-products, dense-scratch (for\n"
-    "                     testing; all are on by default)\n"
-    "  --enable=OPT,...   turn optional optimizations on: fuse-epilogue\n"
+    OPT_OPTIONS
     "  --error-limit=N    stop after N errors (default 20, 0 = no limit)\n"
     "  -h, --help         show this help\n"
     "\n"

@@ -210,6 +210,8 @@ bool ilir_same_expr(const IlirExpr *a, const IlirExpr *b, const IlirVar *va,
                     const IlirVar *vb);
 /* The coefficient of [v] in the integer expression [e], or ILIR_NONLINEAR. */
 long ilir_coef(const IlirExpr *e, const IlirVar *v);
+/* Does [e] load from buffer [buf] anywhere? */
+bool ilir_reads(const IlirExpr *e, int buf);
 /* Does [e] mention [v] anywhere (indices of loads included)? */
 bool ilir_uses(const IlirExpr *e, const IlirVar *v);
 /* The terms of the float sum tree [e] (a + b + ...) into [terms] (at most

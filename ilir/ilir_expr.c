@@ -190,11 +190,11 @@ int ilir_sum_terms(IlirExpr *e, IlirExpr **terms, int cap) {
   return sum_terms(e, terms, 0, cap);
 }
 
-static bool reads_buf(const IlirExpr *e, int buf) {
+bool ilir_reads(const IlirExpr *e, int buf) {
   if (!e) return false;
   if (e->kind == ILIR_LOAD && e->buf == buf) return true;
-  return reads_buf(e->a, buf) || reads_buf(e->b, buf) || reads_buf(e->c, buf) ||
-         reads_buf(e->lo, buf) || reads_buf(e->hi, buf);
+  return ilir_reads(e->a, buf) || ilir_reads(e->b, buf) || ilir_reads(e->c, buf) ||
+         ilir_reads(e->lo, buf) || ilir_reads(e->hi, buf);
 }
 
 /* Is [t] a term sum(r in [0, R)) x * y[.. + r * RS + j] of a product tiled over
@@ -211,7 +211,7 @@ static bool tiled_term(const IlirKernel *k, const IlirExpr *t, const IlirVar *ro
     return false;
   long rs = ilir_coef(y->a, t->var);
   return rs != ILIR_NONLINEAR && rs != 0 && ilir_coef(y->a, j) == 1 && !ilir_uses(y->a, row) &&
-         !ilir_uses(m->a, j) && !reads_buf(m, out);
+         !ilir_uses(m->a, j) && !ilir_reads(m, out);
 }
 
 /* What a tile writes: buffer [buf] at [index], an expression of [var]. */
@@ -237,7 +237,7 @@ static bool reads_only_at(const IlirExpr *e, const Written *w, int nw, const Ili
  * dep[]: an earlier level, never a row the tile's level writes)? */
 static bool reads_own_rows(const IlirKernel *k, const IlirExpr *e, int buf) {
   if (!e) return false;
-  if (e->kind == ILIR_LOAD && e->buf == buf && !reads_buf(e->a, k->dep_buf)) return true;
+  if (e->kind == ILIR_LOAD && e->buf == buf && !ilir_reads(e->a, k->dep_buf)) return true;
   return reads_own_rows(k, e->a, buf) || reads_own_rows(k, e->b, buf) ||
          reads_own_rows(k, e->c, buf) || reads_own_rows(k, e->lo, buf) ||
          reads_own_rows(k, e->hi, buf);

@@ -212,6 +212,7 @@ static int64_t widest_level(const CtxrtLinear *lin) {
 /* Points every non-parameter buffer at this batch's data; false when out of
  * memory. */
 static bool bind_buffers(CtxrtModel *m, const CtxrtLinear *lin) {
+  int64_t widest = widest_level(lin);
   for (int32_t b = 0; b < m->d->num_bufs; b++) {
     void *data = NULL;
     switch ((CtxrtBufKind)m->d->bufs[b].kind) {
@@ -228,7 +229,7 @@ static bool bind_buffers(CtxrtModel *m, const CtxrtLinear *lin) {
       if (!(data = node_rows(m, b, lin->num_nodes))) return false;
       break;
     case CTXRT_BUF_LEVEL_SCRATCH:
-      if (!(data = node_rows(m, b, widest_level(lin)))) return false;
+      if (!(data = node_rows(m, b, widest))) return false;
       break;
     }
     m->bufs[b] = data ? data : m->none;

@@ -347,13 +347,6 @@ static int packed_buffer(Tiler *T, int param, IlirPack pk) {
   return k->nbufs++;
 }
 
-static bool reads(const IlirExpr *e, int buf) {
-  if (!e) return false;
-  if (e->kind == ILIR_LOAD && e->buf == buf) return true;
-  return reads(e->a, buf) || reads(e->b, buf) || reads(e->c, buf) || reads(e->lo, buf) ||
-         reads(e->hi, buf);
-}
-
 /* One term of a tileable product: sum(r in [0, R)) x * W[...]. */
 typedef struct {
   IlirExpr *reduce, *x;
@@ -374,7 +367,7 @@ static bool tile_term(Tiler *T, IlirExpr *t, const IlirVar *n, const IlirVar *i,
     IlirExpr *w = side ? m->a : m->b, *x = side ? m->b : m->a;
     if (w->kind != ILIR_LOAD || T->k->bufs[w->buf].kind != ILIR_BUF_PARAM) continue;
     long stride = ilir_coef(w->a, i), off;
-    if (ilir_uses(x, i) || reads(x, out) || ilir_uses(w->a, n) ||
+    if (ilir_uses(x, i) || ilir_reads(x, out) || ilir_uses(w->a, n) ||
         ilir_coef(w->a, t->var) != 1 || stride < 0 || !offset_of(w->a, i, t->var, &off))
       continue;
     *term = (Term){t, x, w->buf, {off, stride, t->hi->ival, I}};
