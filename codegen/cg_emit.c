@@ -13,8 +13,9 @@
  * Comparisons and logic produce i64 0/1 as ILIR says.
  *
  * Threads (codegen.h): every thread of a team runs the whole function; a
- * NODES loop runs only the thread's contiguous share of its range, and the
- * body of a LEVELS loop ends with barrier(barrier_ctx) when nthreads > 1.
+ * NODES or PARALLEL loop runs only the thread's contiguous share of its
+ * range, and the body of a LEVELS loop, and a PARALLEL loop, end with
+ * barrier(barrier_ctx) when nthreads > 1.
  *
  * Assumes a kernel that ilir_verify accepts; a construct it does not know is
  * an internal compiler error and the module is then not used.
@@ -360,12 +361,13 @@ static void emit_loop(CgEmit *E, const IlirStmt *s) {
     return;
   }
   LLVMValueRef lo = emit_expr(E, s->lo), hi = emit_expr(E, s->hi);
-  if (s->loop == ILIR_LOOP_NODES) thread_share(E, &lo, &hi);
+  if (s->loop == ILIR_LOOP_NODES || s->loop == ILIR_LOOP_PARALLEL) thread_share(E, &lo, &hi);
   CgLoop L;
   loop_open(E, &L, lo, hi, var_name(s->var));
   if (bind_var(E, s->var, L.iv)) emit_block(E, &s->body);
   if (s->loop == ILIR_LOOP_LEVELS && !E->failed) emit_barrier(E);
   loop_close(E, &L);
+  if (s->loop == ILIR_LOOP_PARALLEL && !E->failed) emit_barrier(E);
   if (!E->failed) E->vars[s->var->id] = NULL;
 }
 
@@ -579,7 +581,8 @@ static LLVMValueRef body_function(CgEmit *E) {
   for (int i = 0; i < n; i++) {
     add_attr(E, fn, (unsigned)i + 1, "noalias");
     IlirBufKind kind = E->k->bufs[i].kind;
-    if (kind != ILIR_BUF_RESULT && kind != ILIR_BUF_SCRATCH && kind != ILIR_BUF_LEVEL_SCRATCH)
+    if (kind != ILIR_BUF_RESULT && kind != ILIR_BUF_SCRATCH && kind != ILIR_BUF_LEVEL_SCRATCH &&
+        kind != ILIR_BUF_INVARIANT)
       add_attr(E, fn, (unsigned)i + 1, "readonly");
   }
   return fn;

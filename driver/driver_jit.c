@@ -19,7 +19,8 @@ _Static_assert((int)ILIR_BUF_PARAM == CTXRT_BUF_PARAM && (int)ILIR_BUF_VALUES ==
                    (int)ILIR_BUF_NUM_DEPS == CTXRT_BUF_NUM_DEPS &&
                    (int)ILIR_BUF_LEVELS == CTXRT_BUF_LEVELS &&
                    (int)ILIR_BUF_PACKED == CTXRT_BUF_PACKED &&
-                   (int)ILIR_BUF_LEVEL_SCRATCH == CTXRT_BUF_LEVEL_SCRATCH,
+                   (int)ILIR_BUF_LEVEL_SCRATCH == CTXRT_BUF_LEVEL_SCRATCH &&
+                   (int)ILIR_BUF_INVARIANT == CTXRT_BUF_INVARIANT,
                "ILIR and libctxrt buffer kinds differ");
 
 CtxrtParam *ctx_model_params(const RaProgram *p) {

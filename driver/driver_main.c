@@ -27,8 +27,8 @@ typedef struct {
 #define OPT_OPTIONS                                                                \
   "  --disable=OPT,...  turn optimizations off: concat-split, product-ops,\n"      \
   "                     interchange, specialize-leaf, register-tile,\n"            \
-  "                     vector-math, cse, hoist-products, dense-scratch (for\n"    \
-  "                     testing; all are on by default)\n"                         \
+  "                     vector-math, cse, hoist-products, dense-scratch,\n"        \
+  "                     hoist-invariant (for testing; all are on by default)\n"    \
   "  --enable=OPT,...   turn optional optimizations on: fuse-epilogue\n"
 
 static const char common_options[] =

@@ -37,8 +37,10 @@ typedef enum {
   ILIR_BUF_LEVELS,    /* i32[num_levels + 1]: level l is ids [levels[l], levels[l+1]) */
   ILIR_BUF_PACKED,    /* f32[rows * cols]: a block of parameter [index], transposed
                          once when the weights are loaded (IlirPack) */
-  ILIR_BUF_LEVEL_SCRATCH /* f32[(widest level + 1) * size]: an operator's value per
-                            node of the level being computed, at row n - levels[l] */
+  ILIR_BUF_LEVEL_SCRATCH, /* f32[(widest level + 1) * size]: an operator's value per
+                             node of the level being computed, at row n - levels[l] */
+  ILIR_BUF_INVARIANT  /* f32[size]: an operator's value that is the same at every
+                         node, computed once per run before the levels */
 } IlirBufKind;
 
 /* A PACKED buffer's layout: packed[r * cols + c] = param[off + c * stride + r]
@@ -115,7 +117,11 @@ typedef enum {
   ILIR_LOOP_SERIAL,
   ILIR_LOOP_LEVELS,   /* over dependency levels: in order, a barrier between */
   ILIR_LOOP_NODES,    /* over the nodes of one level: independent iterations */
-  ILIR_LOOP_PARALLEL, /* iterations may run on different threads */
+  ILIR_LOOP_PARALLEL, /* outside the levels: iterations are shared among the
+                         threads like a NODES loop's, and a barrier follows the
+                         loop; it is where INVARIANT buffers are written, and
+                         only they (bounds inference: a loop over [0, 1), one
+                         thread computing the whole body) */
   ILIR_LOOP_VECTOR,   /* iterations may run in SIMD lanes */
   ILIR_LOOP_UNROLL
 } IlirLoopKind;
@@ -222,6 +228,11 @@ int ilir_sum_terms(IlirExpr *e, IlirExpr **terms, int cap);
  * loops are s->body.stmts[1 ..]. */
 bool ilir_tiled_parts(const IlirKernel *k, const IlirStmt *s, const IlirStmt **out_loop,
                       const IlirStmt **store);
+/* [e] with [v] replaced by [by]; new nodes where anything changed
+ * (expressions may be shared), [e] itself where nothing did. */
+IlirExpr *ilir_subst(CtxArena *a, IlirExpr *e, const IlirVar *v, IlirExpr *by);
+/* A deep copy of [s] (statements and expressions; the same variables). */
+IlirStmt *ilir_clone_stmt(CtxArena *a, const IlirStmt *s);
 IlirVar *ilir_new_var(CtxArena *a, IlirKernel *k, const char *name);
 IlirStmt *ilir_loop(CtxArena *a, IlirVar *v, IlirExpr *lo, IlirExpr *hi, IlirLoopKind kind,
                     IlirBlock body);

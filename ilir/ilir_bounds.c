@@ -16,6 +16,8 @@
  * Stores are stricter: only into a row of the node of the innermost nodes
  * loop, so that the threads sharing a level never write the same row and a
  * kernel never writes outside a nodes loop (which every thread would run).
+ * The one exception is an INVARIANT buffer: written only inside a parallel
+ * loop over [0, 1) outside every nodes loop, which one thread runs.
  */
 #include "ilir/ilir_int.h"
 
@@ -43,6 +45,7 @@ typedef struct {
   CtxDiag *diag;
   VarRange *vars;       /* [nvars]; base BASE_UNKNOWN when not in scope */
   const IlirVar *node;  /* the innermost nodes loop's variable */
+  bool once;            /* inside a parallel loop over [0, 1) */
   bool ok;
 } Bounds;
 
@@ -130,7 +133,9 @@ static void check_access(Bounds *B, int buf, const IlirExpr *index, bool store) 
   Range r = range_of(B, index);
   bool ok;
   switch (b->kind) {
-  case ILIR_BUF_PARAM: case ILIR_BUF_PACKED: ok = fits(r, b->size, false); break;
+  case ILIR_BUF_PARAM: case ILIR_BUF_PACKED: case ILIR_BUF_INVARIANT:
+    ok = fits(r, b->size, false);
+    break;
   case ILIR_BUF_LEVELS: ok = r.base == BASE_LEVEL && r.scale == 1 && r.lo >= 0 && r.hi <= 1; break;
   case ILIR_BUF_DEP:
     ok = r.base == BASE_NODE && r.scale == B->k->max_deps && r.lo >= 0 && r.hi < r.scale;
@@ -145,7 +150,9 @@ static void check_access(Bounds *B, int buf, const IlirExpr *index, bool store) 
   default: ok = fits(r, b->size, true); break;
   }
   if (!ok) fail(B, store ? "a store outside the buffer" : "a load outside the buffer", b->name);
-  if (store && ok && ((r.base != BASE_NODE && r.base != BASE_LNODE) || !B->node))
+  if (store && ok && b->kind == ILIR_BUF_INVARIANT) {
+    if (!B->once || B->node) fail(B, "a store outside a parallel loop over [0, 1) into", b->name);
+  } else if (store && ok && ((r.base != BASE_NODE && r.base != BASE_LNODE) || !B->node))
     fail(B, "a store outside the row of the nodes loop's node into", b->name);
 }
 
@@ -229,7 +236,10 @@ static void walk_block(Bounds *B, const IlirBlock *blk) {
       walk_expr(B, s->lo), walk_expr(B, s->hi);
       VarRange saved = B->vars[s->var->id];
       const IlirVar *node = B->node;
+      bool once = B->once;
       Range lo = range_of(B, s->lo), hi = range_of(B, s->hi);
+      if (s->loop == ILIR_LOOP_PARALLEL)
+        B->once = lo.base == BASE_NONE && hi.base == BASE_NONE && lo.lo == 0 && hi.hi == 1;
       if (s->loop == ILIR_LOOP_NODES) {
         B->vars[s->var->id] = (VarRange){0, 0, BASE_NODE};
         B->node = s->var;
@@ -243,12 +253,13 @@ static void walk_block(Bounds *B, const IlirBlock *blk) {
       walk_block(B, &s->body);
       B->vars[s->var->id] = saved;
       B->node = node;
+      B->once = once;
     }
   }
 }
 
 bool ilir_check_bounds(const IlirKernel *k, CtxDiag *diag) {
-  Bounds B = {k, diag, calloc((size_t)k->nvars + 1, sizeof(VarRange)), NULL, true};
+  Bounds B = {k, diag, calloc((size_t)k->nvars + 1, sizeof(VarRange)), NULL, false, true};
   if (!B.vars) ctx_oom();
   for (int i = 0; i <= k->nvars; i++) B.vars[i].base = BASE_UNKNOWN;
   walk_block(&B, &k->body);

@@ -40,7 +40,7 @@ IlirExpr *ilir_arg(CtxArena *a, long which) {
 IlirType ilir_buf_type(IlirBufKind kind) {
   switch (kind) {
   case ILIR_BUF_PARAM: case ILIR_BUF_VALUES: case ILIR_BUF_RESULT: case ILIR_BUF_SCRATCH:
-  case ILIR_BUF_PACKED: case ILIR_BUF_LEVEL_SCRATCH:
+  case ILIR_BUF_PACKED: case ILIR_BUF_LEVEL_SCRATCH: case ILIR_BUF_INVARIANT:
     return ILIR_F32;
   default:
     return ILIR_I64;
@@ -109,6 +109,46 @@ IlirExpr *ilir_reduce(CtxArena *a, int op, IlirVar *v, IlirExpr *lo, IlirExpr *h
   e->hi = hi;
   e->a = body;
   return e;
+}
+
+IlirExpr *ilir_subst(CtxArena *a, IlirExpr *e, const IlirVar *v, IlirExpr *by) {
+  if (!e) return NULL;
+  if (e->kind == ILIR_VAR) return e->var == v ? by : e;
+  IlirExpr *x = ilir_subst(a, e->a, v, by), *y = ilir_subst(a, e->b, v, by);
+  IlirExpr *c = ilir_subst(a, e->c, v, by);
+  IlirExpr *lo = ilir_subst(a, e->lo, v, by), *hi = ilir_subst(a, e->hi, v, by);
+  if (x == e->a && y == e->b && c == e->c && lo == e->lo && hi == e->hi) return e;
+  IlirExpr *copy = CTX_NEW(a, IlirExpr);
+  *copy = *e;
+  copy->a = x, copy->b = y, copy->c = c, copy->lo = lo, copy->hi = hi;
+  return copy;
+}
+
+static IlirExpr *clone_expr(CtxArena *a, const IlirExpr *e) {
+  if (!e) return NULL;
+  IlirExpr *c = CTX_NEW(a, IlirExpr);
+  *c = *e;
+  c->a = clone_expr(a, e->a), c->b = clone_expr(a, e->b), c->c = clone_expr(a, e->c);
+  c->lo = clone_expr(a, e->lo), c->hi = clone_expr(a, e->hi);
+  return c;
+}
+
+static IlirBlock clone_block(CtxArena *a, IlirBlock b) {
+  IlirBlock c = {CTX_NEW_ARRAY(a, IlirStmt *, b.n > 0 ? b.n : 1), b.n};
+  for (int i = 0; i < b.n; i++) c.stmts[i] = ilir_clone_stmt(a, b.stmts[i]);
+  return c;
+}
+
+IlirStmt *ilir_clone_stmt(CtxArena *a, const IlirStmt *s) {
+  IlirStmt *c = CTX_NEW(a, IlirStmt);
+  *c = *s;
+  c->lo = clone_expr(a, s->lo), c->hi = clone_expr(a, s->hi);
+  c->index = clone_expr(a, s->index), c->value = clone_expr(a, s->value);
+  c->cond = clone_expr(a, s->cond);
+  c->body = clone_block(a, s->body);
+  c->then = clone_block(a, s->then);
+  c->els = clone_block(a, s->els);
+  return c;
 }
 
 IlirVar *ilir_new_var(CtxArena *a, IlirKernel *k, const char *name) {

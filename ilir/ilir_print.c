@@ -21,7 +21,7 @@ static const char *const bin_names[] = {"+", "-", "*", "/", "==", "!=", "<", "<=
 static const char *const buf_kinds[] = {"param f32", "values f32", "values i32",
                                         "result f32", "scratch f32", "dep i32",
                                         "num_deps i32", "levels i32", "packed f32",
-                                        "level scratch f32"};
+                                        "level scratch f32", "invariant f32"};
 static const char *const loop_kinds[] = {"", "levels ", "nodes ", "parallel ", "vector ",
                                          "unroll "};
 
@@ -129,7 +129,7 @@ void ilir_print(CtxBuf *out, const IlirKernel *k) {
   for (int i = 0; i < k->nbufs; i++) {
     const IlirBuf *b = &k->bufs[i];
     bool per_node = b->kind != ILIR_BUF_PARAM && b->kind != ILIR_BUF_LEVELS &&
-                    b->kind != ILIR_BUF_PACKED;
+                    b->kind != ILIR_BUF_PACKED && b->kind != ILIR_BUF_INVARIANT;
     const char *rows = b->kind == ILIR_BUF_LEVEL_SCRATCH ? "level nodes x "
                        : per_node                            ? "nodes x "
                                                              : "";

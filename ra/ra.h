@@ -169,7 +169,9 @@ enum {
   RA_OPT_HOIST_PRODUCTS = 128, /* sched: products with every dependency's result
                                   computed once per node, at its own level */
   RA_OPT_DENSE_SCRATCH = 256,  /* sched: operators' rows for one level at a time */
-  RA_OPT_FUSE_EPILOGUE = 512   /* sched: elementwise statements into a tile's epilogue */
+  RA_OPT_FUSE_EPILOGUE = 512,  /* sched: elementwise statements into a tile's epilogue */
+  RA_OPT_HOIST_INVARIANT = 1024 /* sched: operators the same at every node computed
+                                   once per run */
 };
 
 /* The optimizations that are off unless `--enable=NAME` turns them on: built
@@ -179,7 +181,7 @@ enum { RA_OPT_DEFAULT_OFF = RA_OPT_FUSE_EPILOGUE };
 
 /* The flag named [name] ("concat-split", "product-ops", "interchange",
  * "specialize-leaf", "register-tile", "vector-math", "cse", "hoist-products",
- * "dense-scratch", "fuse-epilogue"), or 0.
+ * "dense-scratch", "fuse-epilogue", "hoist-invariant"), or 0.
  * [names] (may be NULL) receives the list of names for messages. */
 unsigned ra_opt_lookup(const char *name, const char **names);
 

@@ -536,7 +536,8 @@ void ctxrt_linear_destroy(CtxrtLinear *lin);
  *   PARAM -> the weights' float32 tensor; VALUES / IVALUES / NUM_DEPS / LEVELS ->
  *   the linearizer's arrays; DEP -> a copy with every absent slot (-1) pointing
  *   at row num_nodes; RESULT / SCRATCH -> (num_nodes + 1) rows, the last one zero;
- *   LEVEL_SCRATCH -> (widest level + 1) rows; PACKED -> filled once at creation
+ *   LEVEL_SCRATCH -> (widest level + 1) rows; INVARIANT -> one row; PACKED ->
+ *   filled once at creation
  *   kernel(bufs, num_nodes, num_levels, tid, nthreads, barrier, ctx) on each
  *   thread of the model's team --> output rows in the forest's order
  * A model runs its kernel on a team of threads (ctxrt_model_set_threads;
@@ -569,6 +570,8 @@ typedef enum CtxrtBufKind {
                              + c] = param[off + c * stride + r] */
   CTXRT_BUF_LEVEL_SCRATCH = 9, /* f32[(widest level + 1) * size]: rows for the
                                   nodes of one level */
+  CTXRT_BUF_INVARIANT = 10,    /* f32[size]: a value the same at every node, which
+                                  the kernel computes once per run */
 } CtxrtBufKind;
 
 typedef struct CtxrtModelBuf {

@@ -231,6 +231,9 @@ static bool bind_buffers(CtxrtModel *m, const CtxrtLinear *lin) {
     case CTXRT_BUF_LEVEL_SCRATCH:
       if (!(data = node_rows(m, b, widest))) return false;
       break;
+    case CTXRT_BUF_INVARIANT:
+      if (!(data = node_rows(m, b, 0))) return false;
+      break;
     }
     m->bufs[b] = data ? data : m->none;
   }

@@ -62,6 +62,7 @@ Schedule *sched_check(CtxArena *arena, CtxDiag *diag, const AstItem *item,
 /* The transformations to apply to a lowered kernel. */
 typedef struct {
   bool specialize_leaf;        /* the leaf level as a loop of its own */
+  bool hoist_invariant;        /* operators the same at every node: once per run */
   bool hoist_products;         /* products with every dependency's result: per node */
   bool dense_scratch;          /* operators' rows for one level, not every node */
   bool interchange;            /* untiled column-reading reductions by rows (ilir.h) */

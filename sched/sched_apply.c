@@ -1,17 +1,19 @@
 /* sched_apply.c — the schedule's transformations of lowered ILIR.
  *
  * ilir_lower gives one level loop whose node loop holds every function's
- * body (dynamic batching). Two transformations follow, each a pass that a
- * plan turns on (the default CPU schedule turns on both; `--disable=NAME`
- * turns one off):
+ * body (dynamic batching). The transformations below follow, each a pass
+ * that a plan turns on (sched_apply lists them in order; the default CPU
+ * schedule turns on all but fuse-epilogue; `--disable=NAME` turns one off).
+ * Hoisting node-independent operators (hoist-invariant) is in
+ * sched_invariant.c.
  *
  * Leaf specialization (specialize-leaf). A node is at level 0 exactly when
  * it has no dependencies (the linearizer's levels: 0 for a node without
  * dependencies, one more than the highest dependency otherwise), so a body
- * that is one `if num_deps[n] == 0 { LEAF } else { INNER }` becomes
+ * `PRE; if num_deps[n] == 0 { LEAF } else { INNER }` becomes
  *
- *   for l in levels [0, num_levels > 0)          { for n in level l { LEAF } }
- *   for l in levels [num_levels > 0, num_levels) { for n in level l { INNER } }
+ *   for l in levels [0, num_levels > 0)          { for n in level l { PRE; LEAF } }
+ *   for l in levels [num_levels > 0, num_levels) { for n in level l { PRE; INNER } }
  *
  * and the inner levels' bodies are straight-line code.
  *
@@ -35,13 +37,14 @@
  * level's products become one matrix-matrix product instead of a
  * matrix-vector product per node. Only the order of the sums changes.
  */
-#include "sched/sched.h"
+#include "sched/sched_int.h"
 
 #include <string.h>
 
 SchedPlan sched_default_plan(unsigned disabled) {
-  SchedPlan plan = {0, 0, 0, 0, 0, 0, 0};
+  SchedPlan plan = {0, 0, 0, 0, 0, 0, 0, 0};
   plan.specialize_leaf = !(disabled & RA_OPT_SPECIALIZE_LEAF);
+  plan.hoist_invariant = !(disabled & RA_OPT_HOIST_INVARIANT);
   plan.hoist_products = !(disabled & RA_OPT_HOIST_PRODUCTS);
   plan.dense_scratch = !(disabled & RA_OPT_DENSE_SCRATCH);
   plan.interchange = !(disabled & RA_OPT_INTERCHANGE);
@@ -77,19 +80,32 @@ static IlirStmt *level_loop(CtxArena *a, const IlirStmt *levels, IlirExpr *lo, I
   return ilir_loop(a, levels->var, lo, hi, ILIR_LOOP_LEVELS, one(a, inner));
 }
 
+/* [prefix] (cloned when [copy]) followed by [rest]. */
+static IlirBlock joined(CtxArena *a, const IlirBlock *prefix, bool copy, IlirBlock rest) {
+  IlirBlock b = {CTX_NEW_ARRAY(a, IlirStmt *, prefix->n + rest.n + 1), prefix->n + rest.n};
+  for (int i = 0; i < prefix->n; i++)
+    b.stmts[i] = copy ? ilir_clone_stmt(a, prefix->stmts[i]) : prefix->stmts[i];
+  memcpy(b.stmts + prefix->n, rest.stmts, (size_t)rest.n * sizeof *b.stmts);
+  return b;
+}
+
 static void specialize_leaf(CtxArena *a, IlirKernel *k) {
   if (k->body.n != 1) return;
   const IlirStmt *levels = k->body.stmts[0];
   if (levels->kind != ILIR_LOOP || levels->loop != ILIR_LOOP_LEVELS || levels->body.n != 1)
     return;
   const IlirStmt *nodes = levels->body.stmts[0];
-  if (nodes->kind != ILIR_LOOP || nodes->loop != ILIR_LOOP_NODES || nodes->body.n != 1) return;
-  const IlirStmt *test = nodes->body.stmts[0];
+  if (nodes->kind != ILIR_LOOP || nodes->loop != ILIR_LOOP_NODES || nodes->body.n < 1) return;
+  /* the statements before the test (operators defined before `if leaf(n)`)
+   * go into both loops */
+  const IlirStmt *test = nodes->body.stmts[nodes->body.n - 1];
   if (test->kind != ILIR_IF || !is_leaf_test(k, test->cond, nodes->var)) return;
+  IlirBlock prefix = {nodes->body.stmts, nodes->body.n - 1};
   IlirExpr *first_inner = ilir_binary(a, ILIR_GT, ilir_arg(a, 1), ilir_const_i(a, 0));
   IlirStmt **both = CTX_NEW_ARRAY(a, IlirStmt *, 2);
-  both[0] = level_loop(a, levels, ilir_const_i(a, 0), first_inner, test->then);
-  both[1] = level_loop(a, levels, first_inner, levels->hi, test->els);
+  both[0] = level_loop(a, levels, ilir_const_i(a, 0), first_inner,
+                       joined(a, &prefix, false, test->then));
+  both[1] = level_loop(a, levels, first_inner, levels->hi, joined(a, &prefix, true, test->els));
   k->body.stmts = both;
   k->body.n = 2;
 }
@@ -656,6 +672,7 @@ static void dense_scratch(CtxArena *a, IlirKernel *k) {
 
 bool sched_apply(CtxArena *arena, CtxDiag *diag, IlirKernel *k, const SchedPlan *plan) {
   if (plan->specialize_leaf) specialize_leaf(arena, k);
+  if (plan->hoist_invariant) sched_hoist_invariant(arena, k);
   if (plan->hoist_products) hoist_products(arena, k);
   if (plan->tile_nodes > 0 && plan->tile_outs > 0) register_tile(arena, k, plan);
   if (plan->fuse_epilogue) fuse_block(arena, k, &k->body);

@@ -503,6 +503,85 @@ START_TEST(bounds_checked) {
 }
 END_TEST
 
+/* ---- a prologue: invariant buffers computed once, before the levels -------------- */
+
+/* for once in parallel [0, extent) { for i in [0, 4) { inv[i] = p[i] * 2 } }
+ * then the chain's levels with res[n * 4 + i] = inv[i] + sum(k) res[dep(n, k) * 4 + i];
+ * the invariant store inside the nodes loop instead when [in_nodes]. */
+static void invariant_kernel(T *t, long extent, bool in_nodes) {
+  int p = buf(t, "p", ILIR_BUF_PARAM, H);
+  int dep = buf(t, "dep", ILIR_BUF_DEP, 1);
+  int nd = buf(t, "num_deps", ILIR_BUF_NUM_DEPS, 1);
+  int lv = buf(t, "levels", ILIR_BUF_LEVELS, 1);
+  int res = buf(t, "f.result", ILIR_BUF_RESULT, H);
+  int inv = buf(t, "inv", ILIR_BUF_INVARIANT, H);
+  t->k->max_deps = 1;
+  IlirVar *n = var(t, "n"), *i = var(t, "i"), *k = var(t, "k"), *j = var(t, "j");
+  IlirVar *once = var(t, "once");
+  IlirStmt *pro = loop(t, j, ci(t, 0), ci(t, H),
+                       store(t, inv, vr(t, j), bin(t, ILIR_MUL, ld(t, p, vr(t, j)), cf(t, 2))));
+  IlirExpr *child = ld(t, dep, bin(t, ILIR_ADD, vr(t, n), vr(t, k)));
+  IlirExpr *sum = red(t, ILIR_SUM, k, ci(t, 0), ld(t, nd, vr(t, n)),
+                      ld(t, res, bin(t, ILIR_ADD, bin(t, ILIR_MUL, child, ci(t, H)), vr(t, i))));
+  IlirStmt *st = store(t, res, bin(t, ILIR_ADD, bin(t, ILIR_MUL, vr(t, n), ci(t, H)), vr(t, i)),
+                       bin(t, ILIR_ADD, ld(t, inv, vr(t, i)), sum));
+  IlirStmt *node_body[2] = {pro, loop(t, i, ci(t, 0), ci(t, H), st)};
+  IlirVar *l = var(t, "l");
+  IlirStmt *nodes = ilir_loop(t->a, n, ld(t, lv, vr(t, l)),
+                              ld(t, lv, bin(t, ILIR_ADD, vr(t, l), ci(t, 1))), ILIR_LOOP_NODES,
+                              block(t, in_nodes ? 2 : 1, node_body + (in_nodes ? 0 : 1)));
+  IlirStmt *levels = ilir_loop(t->a, l, ci(t, 0), arg(t, 1), ILIR_LOOP_LEVELS,
+                               block(t, 1, &nodes));
+  IlirStmt *top[2] = {ilir_loop(t->a, once, ci(t, 0), ci(t, extent), ILIR_LOOP_PARALLEL,
+                                block(t, 1, &pro)),
+                      levels};
+  t->k->body = in_nodes ? block(t, 1, &levels) : block(t, 2, top);
+}
+
+/* Levels as in threads_agree; 1-4 threads agree with values computed here. */
+START_TEST(invariant_prologue) {
+  T t;
+  t_init(&t, "ctx_invariant_kernel");
+  invariant_kernel(&t, 1, false);
+  CgJit *jit;
+  CgKernelFn fn = compile(&t, &jit);
+  static const int32_t sizes[LV] = {20, 11, 5, 3, 2, 1};
+  float p[H] = {0.1f, -0.2f, 0.3f, 0.5f}, inv[H];
+  int32_t dep[NN], nd[NN], lv[LV + 1] = {0};
+  static float want[(NN + 1) * H], res[(NN + 1) * H];
+  for (int l = 0; l < LV; l++) lv[l + 1] = lv[l] + sizes[l];
+  for (int l = 0; l < LV; l++)
+    for (int n = lv[l]; n < lv[l + 1]; n++) {
+      nd[n] = l > 0;
+      dep[n] = l > 0 ? lv[l - 1] + (n * 7) % sizes[l - 1] : NN;
+      for (int i = 0; i < H; i++)
+        want[n * H + i] = p[i] * 2 + (l > 0 ? want[dep[n] * H + i] : 0);
+    }
+  void *bufs[] = {p, dep, nd, lv, res, inv};
+  for (int nt = 1; nt <= MAXT; nt++) {
+    memset(res, 0, sizeof res);
+    memset(inv, 0, sizeof inv);
+    run_team(fn, bufs, nt);
+    for (int e = 0; e < NN * H; e++) ck_assert(close_to(res[e], want[e]));
+  }
+  cg_jit_free(jit);
+  t_done(&t);
+}
+END_TEST
+
+/* Invariant buffers are written only in a parallel loop over [0, 1). */
+START_TEST(invariant_stores_checked) {
+  for (int c = 0; c < 2; c++) {
+    T t;
+    t_init(&t, "ctx_invariant_kernel");
+    invariant_kernel(&t, c == 0 ? 2 : 1, c == 1); /* two threads' iterations; per node */
+    ck_assert(!ilir_verify(t.k, &t.diag));
+    ck_assert_int_eq(t.diag.ice, 1);
+    t_done(&t);
+  }
+}
+END_TEST
+
 static Suite *codegen_suite(void) {
   Suite *s = suite_create("codegen");
   TCase *tc = tcase_create("jit");
@@ -516,6 +595,8 @@ static Suite *codegen_suite(void) {
   tcase_add_test(tc, llvm_and_asm_text);
   tcase_add_test(tc, bad_kernel_is_ice);
   tcase_add_test(tc, bounds_checked);
+  tcase_add_test(tc, invariant_prologue);
+  tcase_add_test(tc, invariant_stores_checked);
   suite_add_tcase(s, tc);
   return s;
 }

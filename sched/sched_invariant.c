@@ -1,0 +1,221 @@
+/* sched_invariant.c — hoisting node-independent work (hoist-invariant).
+ *
+ * An operator whose value reads only parameters (and other such operators),
+ *
+ *   let bias = tanh(U @ b) + c        inside a rec function
+ *
+ * is the same at every node, yet the lowered kernel computes it once per node
+ * into the node's scratch row. This pass moves its loop nest out of the
+ * levels into a prologue that runs once per inference,
+ *
+ *   for once in parallel [0, 1) {              one thread; a barrier after
+ *     for i in [0, H) { bias[i] = tanh(..) + c[i] }
+ *   }
+ *   for l in levels [..] { for n in nodes [..] { .. bias[i] .. } }
+ *
+ * and the operator's buffer becomes an INVARIANT buffer of one row: the
+ * store n * S + x and every load n * S + x become x. The nodes loops' other
+ * copies of the statement (an operator before `if leaf(n)` is in the leaf
+ * and in the inner levels after leaf specialization) go away.
+ *
+ * A statement qualifies when it is a loop nest over constant ranges (or a
+ * single store) storing into a scratch buffer at its node's row and its
+ * value reads no node, no input, no dependency and no per-node buffer —
+ * only parameters and operators already hoisted. Statements are taken in
+ * order, so an operator of hoisted operators is hoisted too and the
+ * prologue computes them in order. A buffer qualifies only if every access
+ * to it is at the row of its nodes loop's node (n * S + x, x not reading n),
+ * which is how lowering reads an operator.
+ */
+#include "sched/sched_int.h"
+
+#include <string.h>
+
+typedef struct {
+  CtxArena *a;
+  IlirKernel *k;
+  bool *rows_only;  /* [nbufs]: scratch accessed only at its node's row */
+  bool *hoisted;    /* [nbufs] */
+  CtxVec prologue;  /* IlirStmt *, in order */
+  const IlirVar *node;
+} Inv;
+
+/* ---- which buffers may become invariant ---------------------------------------- */
+
+static void scan_access(Inv *I, int buf, const IlirExpr *index) {
+  if (!I->rows_only[buf]) return;
+  if (!I->node || ilir_coef(index, I->node) != I->k->bufs[buf].size)
+    I->rows_only[buf] = false;
+}
+
+static void scan_expr(Inv *I, const IlirExpr *e) {
+  if (!e) return;
+  if (e->kind == ILIR_LOAD) scan_access(I, e->buf, e->a);
+  scan_expr(I, e->a), scan_expr(I, e->b), scan_expr(I, e->c);
+  scan_expr(I, e->lo), scan_expr(I, e->hi);
+}
+
+static void scan_block(Inv *I, const IlirBlock *b) {
+  for (int i = 0; i < b->n; i++) {
+    const IlirStmt *s = b->stmts[i];
+    if (s->kind == ILIR_STORE) {
+      scan_access(I, s->buf, s->index);
+      scan_expr(I, s->index), scan_expr(I, s->value);
+    } else if (s->kind == ILIR_IF) {
+      scan_expr(I, s->cond);
+      scan_block(I, &s->then), scan_block(I, &s->els);
+    } else {
+      scan_expr(I, s->lo), scan_expr(I, s->hi);
+      const IlirVar *node = I->node;
+      if (s->loop == ILIR_LOOP_NODES) I->node = s->var;
+      scan_block(I, &s->body);
+      I->node = node;
+    }
+  }
+}
+
+/* ---- which statements are invariant ----------------------------------------------- */
+
+/* Does [e] read only parameters, hoisted buffers, constants and variables
+ * other than the node? */
+static bool invariant_expr(const Inv *I, const IlirExpr *e) {
+  if (!e) return true;
+  switch (e->kind) {
+  case ILIR_VAR: return e->var != I->node;
+  case ILIR_ARG: return false;
+  case ILIR_LOAD: /* a hoisted buffer still at n * S + x: x must be invariant */
+    if (I->hoisted[e->buf])
+      return invariant_expr(I, ilir_subst(I->a, e->a, I->node, ilir_const_i(I->a, 0)));
+    return I->k->bufs[e->buf].kind == ILIR_BUF_PARAM && invariant_expr(I, e->a);
+  default: break;
+  }
+  return invariant_expr(I, e->a) && invariant_expr(I, e->b) && invariant_expr(I, e->c) &&
+         invariant_expr(I, e->lo) && invariant_expr(I, e->hi);
+}
+
+/* The buffer [s] stores into when it is an invariant nest (every store into
+ * that one buffer), else -1. */
+static int invariant_stmt(const Inv *I, const IlirStmt *s) {
+  if (s->kind == ILIR_STORE) {
+    bool ok = I->rows_only[s->buf] && invariant_expr(I, s->value) &&
+              invariant_expr(I, ilir_subst(I->a, s->index, I->node, ilir_const_i(I->a, 0)));
+    return ok ? s->buf : -1;
+  }
+  if (s->kind != ILIR_LOOP || s->loop != ILIR_LOOP_SERIAL || s->tile_nodes ||
+      s->lo->kind != ILIR_CONST || s->hi->kind != ILIR_CONST || s->body.n < 1)
+    return -1;
+  int buf = -1;
+  for (int i = 0; i < s->body.n; i++) {
+    int b = invariant_stmt(I, s->body.stmts[i]);
+    if (b < 0 || (buf >= 0 && b != buf)) return -1;
+    buf = b;
+  }
+  return buf;
+}
+
+/* ---- rewriting ------------------------------------------------------------------ */
+
+/* [s] with the node's row dropped from its accesses (n * S + x -> x; the
+ * node appears nowhere else in an invariant statement). */
+static IlirStmt *unrowed(Inv *I, const IlirStmt *s) {
+  IlirStmt *c = CTX_NEW(I->a, IlirStmt);
+  *c = *s;
+  if (s->kind == ILIR_STORE) {
+    c->index = ilir_subst(I->a, s->index, I->node, ilir_const_i(I->a, 0));
+    c->value = ilir_subst(I->a, s->value, I->node, ilir_const_i(I->a, 0));
+    return c;
+  }
+  c->body.stmts = CTX_NEW_ARRAY(I->a, IlirStmt *, s->body.n);
+  for (int i = 0; i < s->body.n; i++) c->body.stmts[i] = unrowed(I, s->body.stmts[i]);
+  return c;
+}
+
+/* Hoists what it can from [b], a block inside the nodes loop of I->node. */
+static void hoist_block(Inv *I, IlirBlock *b) {
+  int out = 0;
+  for (int i = 0; i < b->n; i++) {
+    IlirStmt *s = b->stmts[i];
+    int buf = invariant_stmt(I, s);
+    if (buf >= 0) {
+      if (!I->hoisted[buf]) {
+        I->hoisted[buf] = true;
+        ctx_vec_push(I->a, &I->prologue, unrowed(I, s));
+      }
+      continue; /* computed in the prologue */
+    }
+    if (s->kind == ILIR_IF) hoist_block(I, &s->then), hoist_block(I, &s->els);
+    b->stmts[out++] = s;
+  }
+  b->n = out;
+}
+
+static void hoist_nodes(Inv *I, IlirBlock *b) {
+  for (int i = 0; i < b->n; i++) {
+    IlirStmt *s = b->stmts[i];
+    if (s->kind != ILIR_LOOP || s->tile_nodes) continue;
+    if (s->loop == ILIR_LOOP_NODES) {
+      I->node = s->var;
+      hoist_block(I, &s->body);
+      I->node = NULL;
+    } else if (s->loop == ILIR_LOOP_LEVELS) {
+      hoist_nodes(I, &s->body);
+    }
+  }
+}
+
+/* Loads of hoisted buffers at x instead of n * S + x, n the node of the
+ * nodes loop around them. */
+static IlirExpr *reindex_expr(Inv *I, IlirExpr *e) {
+  if (!e) return NULL;
+  IlirExpr *a = reindex_expr(I, e->a), *b = reindex_expr(I, e->b), *c = reindex_expr(I, e->c);
+  IlirExpr *lo = reindex_expr(I, e->lo), *hi = reindex_expr(I, e->hi);
+  bool load = e->kind == ILIR_LOAD && I->hoisted[e->buf];
+  if (!load && a == e->a && b == e->b && c == e->c && lo == e->lo && hi == e->hi) return e;
+  IlirExpr *copy = CTX_NEW(I->a, IlirExpr);
+  *copy = *e;
+  copy->a = load ? ilir_subst(I->a, a, I->node, ilir_const_i(I->a, 0)) : a;
+  copy->b = b, copy->c = c, copy->lo = lo, copy->hi = hi;
+  return copy;
+}
+
+static void reindex_block(Inv *I, IlirBlock *b) {
+  for (int i = 0; i < b->n; i++) {
+    IlirStmt *s = b->stmts[i];
+    if (s->kind == ILIR_STORE) {
+      s->index = reindex_expr(I, s->index);
+      s->value = reindex_expr(I, s->value);
+    } else if (s->kind == ILIR_IF) {
+      s->cond = reindex_expr(I, s->cond);
+      reindex_block(I, &s->then), reindex_block(I, &s->els);
+    } else {
+      s->lo = reindex_expr(I, s->lo), s->hi = reindex_expr(I, s->hi);
+      const IlirVar *node = I->node;
+      if (s->loop == ILIR_LOOP_NODES) I->node = s->var;
+      reindex_block(I, &s->body);
+      I->node = node;
+    }
+  }
+}
+
+void sched_hoist_invariant(CtxArena *a, IlirKernel *k) {
+  Inv I;
+  memset(&I, 0, sizeof I);
+  I.a = a;
+  I.k = k;
+  I.rows_only = CTX_NEW_ARRAY(a, bool, k->nbufs);
+  I.hoisted = CTX_NEW_ARRAY(a, bool, k->nbufs);
+  for (int b = 0; b < k->nbufs; b++) I.rows_only[b] = k->bufs[b].kind == ILIR_BUF_SCRATCH;
+  scan_block(&I, &k->body);
+  hoist_nodes(&I, &k->body);
+  if (!I.prologue.len) return;
+  reindex_block(&I, &k->body);
+  for (int b = 0; b < k->nbufs; b++)
+    if (I.hoisted[b]) k->bufs[b].kind = ILIR_BUF_INVARIANT;
+  IlirBlock once = {(IlirStmt **)I.prologue.items, I.prologue.len};
+  IlirStmt **body = CTX_NEW_ARRAY(a, IlirStmt *, k->body.n + 1);
+  body[0] = ilir_loop(a, ilir_new_var(a, k, "once"), ilir_const_i(a, 0), ilir_const_i(a, 1),
+                      ILIR_LOOP_PARALLEL, once);
+  memcpy(body + 1, k->body.stmts, (size_t)k->body.n * sizeof *body);
+  k->body.stmts = body;
+  k->body.n++;
+}
