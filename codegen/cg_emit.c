@@ -23,6 +23,7 @@
 #include "codegen/cg_int.h"
 
 #include <llvm-c/Analysis.h>
+#include <llvm-c/DebugInfo.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -355,6 +356,23 @@ static void emit_barrier(CgEmit *E) {
   LLVMPositionBuilderAtEnd(E->b, join);
 }
 
+/* Marks the loop whose back edge is the terminator of [latch] with
+ * llvm.loop.vectorize.enable (a vector loop of the schedule): LLVM's loop
+ * vectorizer then vectorizes it where it is legal whatever its cost model
+ * says. The loop ID is a distinct node whose first operand is itself. */
+static void ask_vectorize(CgEmit *E, LLVMBasicBlockRef latch) {
+  static const char key[] = "llvm.loop.vectorize.enable", loop[] = "llvm.loop";
+  LLVMMetadataRef on[2] = {LLVMMDStringInContext2(E->ctx, key, sizeof key - 1),
+                           LLVMValueAsMetadata(LLVMConstInt(E->i1, 1, 0))};
+  LLVMMetadataRef self = LLVMTemporaryMDNode(E->ctx, NULL, 0);
+  LLVMMetadataRef ops[2] = {self, LLVMMDNodeInContext2(E->ctx, on, 2)};
+  LLVMMetadataRef id = LLVMMDNodeInContext2(E->ctx, ops, 2);
+  LLVMMetadataReplaceAllUsesWith(self, id);
+  LLVMSetMetadata(LLVMGetBasicBlockTerminator(latch),
+                  LLVMGetMDKindIDInContext(E->ctx, loop, sizeof loop - 1),
+                  LLVMMetadataAsValue(E->ctx, id));
+}
+
 static void emit_loop(CgEmit *E, const IlirStmt *s) {
   if (s->tile_nodes) {
     emit_tiled(E, s);
@@ -366,7 +384,8 @@ static void emit_loop(CgEmit *E, const IlirStmt *s) {
   loop_open(E, &L, lo, hi, var_name(s->var));
   if (bind_var(E, s->var, L.iv)) emit_block(E, &s->body);
   if (s->loop == ILIR_LOOP_LEVELS && !E->failed) emit_barrier(E);
-  loop_close(E, &L);
+  LLVMBasicBlockRef latch = loop_close(E, &L);
+  if (s->loop == ILIR_LOOP_VECTOR && !E->failed) ask_vectorize(E, latch);
   if (s->loop == ILIR_LOOP_PARALLEL && !E->failed) emit_barrier(E);
   if (!E->failed) E->vars[s->var->id] = NULL;
 }

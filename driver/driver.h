@@ -44,6 +44,7 @@ typedef struct {
   int nfiles;
   bool syntax_only;     /* --syntax-only: parse, do not check */
   unsigned disabled;    /* --disable=NAME,...: RA_OPT_* turned off */
+  const char *schedule; /* -s FILE.sched: the cpu schedule to apply (NULL: default) */
   SemaDefine *defines;  /* -D NAME=VALUE */
   int ndefines;
   CtxRunOptions run;    /* ctx run only */
@@ -82,8 +83,9 @@ int ctx_pipeline_check(CtxSession *s);
  * RA. Returns NULL after any error (reported to the session's diagnostics). */
 RaProgram *ctx_pipeline_ra(CtxSession *s, const char *path);
 
-/* RA -> ILIR with the default schedule's transformations applied (those not
- * turned off by --disable); NULL after reporting errors. */
+/* RA -> ILIR with the schedule's transformations applied: the cpu schedule
+ * of the -s file, checked against [p], or the default schedule (without what
+ * --disable turns off); NULL after reporting errors. */
 IlirKernel *ctx_pipeline_kernel(CtxSession *s, const RaProgram *p);
 
 /* ctx run: reads one option of the verb at argv[*i] (advancing [*i] past its

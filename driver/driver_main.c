@@ -25,6 +25,8 @@ typedef struct {
 
 /* --disable / --enable, in every verb that compiles (names: ra_opt_lookup). */
 #define OPT_OPTIONS                                                                \
+  "  -s FILE            apply the cpu schedule in FILE (a .sched file) instead of\n" \
+  "                     the default one (also --schedule FILE)\n"                  \
   "  --disable=OPT,...  turn optimizations off: concat-split, product-ops,\n"      \
   "                     interchange, specialize-leaf, register-tile,\n"            \
   "                     vector-math, cse, hoist-products, dense-scratch,\n"        \
@@ -251,6 +253,10 @@ static int parse_args(const Verb *v, int argc, char **argv, CtxOptions *o) {
     } else if ((val = option_value(argc, argv, &i, "--error-limit", &missing))) {
       if (missing || !parse_int(val, &o->error_limit))
         return usage_error(v, "option '--error-limit' needs a number, found '%s'", val);
+    } else if ((val = option_value(argc, argv, &i, "--schedule", &missing)) ||
+               (val = option_value(argc, argv, &i, "-s", &missing))) {
+      if (missing) return usage_error(v, "option '%s' needs a file", a);
+      o->schedule = val;
     } else if ((val = option_value(argc, argv, &i, "--disable", &missing))) {
       if (missing || !parse_opts(o, val, false))
         return usage_error(v, "unknown optimization in '--disable=%s'", val);

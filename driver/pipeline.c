@@ -86,9 +86,38 @@ AstFile *ctx_pipeline_parse(CtxSession *s, const char *path) {
   return f;
 }
 
+/* The cpu schedule of the -s file, checked against [p]; NULL after errors. */
+static const Schedule *load_schedule(CtxSession *s, const RaProgram *p) {
+  const char *path = s->opts.schedule;
+  int errors = s->diag.errors;
+  AstFile *f = ctx_pipeline_parse(s, path);
+  if (!f || s->diag.errors > errors) return NULL;
+  check_sched_file(s, f);
+  const Schedule *cpu = NULL;
+  for (int i = 0; i < f->nitems; i++) {
+    if (f->items[i]->kind != AST_SCHEDULE) continue;
+    Schedule *sch = sched_check(s->arena, &s->diag, f->items[i], p);
+    if (!sch || sch->target != SCHED_CPU) continue;
+    if (cpu)
+      ctx_diag_error(&s->diag, f->items[i]->span,
+                     "a second cpu schedule for model '%s'; -s applies one", p->name);
+    cpu = sch;
+  }
+  if (s->diag.errors > errors) return NULL;
+  if (!cpu) {
+    CtxSpan none = {0, 0, 0, 0, 0};
+    ctx_diag_error(&s->diag, none, "%s: no cpu schedule for model '%s' (schedule %s for cpu "
+                   "{ ... })", path, p->name, p->name);
+  }
+  return cpu;
+}
+
 IlirKernel *ctx_pipeline_kernel(CtxSession *s, const RaProgram *p) {
+  const Schedule *sch = s->opts.schedule ? load_schedule(s, p) : NULL;
+  if (s->opts.schedule && !sch) return NULL;
   IlirKernel *k = ilir_lower(s->arena, &s->diag, p);
-  SchedPlan plan = sched_default_plan(p->disabled);
+  SchedPlan plan = sch ? sched_schedule_plan(&s->diag, sch, p->disabled)
+                       : sched_default_plan(p->disabled);
   return k && sched_apply(s->arena, &s->diag, k, &plan) ? k : NULL;
 }
 

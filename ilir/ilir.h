@@ -241,6 +241,17 @@ IlirStmt *ilir_store(CtxArena *a, int buf, IlirExpr *index, IlirExpr *value);
  * and returns NULL then. */
 IlirKernel *ilir_lower(CtxArena *arena, CtxDiag *diag, const RaProgram *p);
 
+/* Loop transformations (ilir_loops.c) of a serial loop [s] over a constant
+ * range; each returns false, changing nothing, where it does not apply.
+ * Split: the loop as `for v.outer { for v.inner in [0, factor) }` and a loop
+ * over the rest, into [*out]. Unroll: one copy of the body per iteration
+ * (at most [max_copies]), into [*out]. Reorder: a perfect nest of two loops
+ * around one store of independent elements with the loops swapped. */
+bool ilir_split_loop(CtxArena *a, IlirKernel *k, const IlirStmt *s, long factor,
+                     IlirBlock *out);
+bool ilir_unroll_loop(CtxArena *a, const IlirStmt *s, long max_copies, IlirBlock *out);
+bool ilir_reorder_loops(CtxArena *a, const IlirStmt *s, IlirStmt **out);
+
 /* Writes [k] in readable form (ctx check --dump=ilir). */
 void ilir_print(CtxBuf *out, const IlirKernel *k);
 

@@ -4,8 +4,9 @@ outside the zoo.
 
 The oracle (oracle/differential.py) checks the zoo models against an
 independent implementation; the models in lang-tests/engines/ exercise what
-the zoo does not (operators that do not depend on the node, ...). For each
-model, each `# gen: SPEC` line in it and each configuration below, runs
+the zoo does not (operators that do not depend on the node, schedules, ...).
+For each model, each `# gen: SPEC` line in it and each configuration below
+(and `-s S` for each schedule S named MODEL.*.sched beside it), runs
 
     ctx run MODEL --gen SPEC --all-nodes --output OUT.npy [CONFIG]
 
@@ -35,6 +36,13 @@ CONFIGS = [[], ["--threads", "1"], ["--threads", "2"], ["--enable=fuse-epilogue"
         "vector-math", "cse", "hoist-products", "dense-scratch", "hoist-invariant")]
 
 
+# Models elsewhere with their schedules: (model, -D flags, gen spec, schedules).
+EXAMPLES = [
+    ("examples/treelstm.ctx", ["-D", "H=16", "-D", "V=50"], "binary:leaves=9,count=4",
+     ["examples/treelstm.cpu.sched"]),
+]
+
+
 def gen_specs(path):
     with open(path) as f:
         return [line.split(":", 1)[1].strip() for line in f if line.startswith("# gen:")]
@@ -56,30 +64,44 @@ def main():
     ap.add_argument("models", nargs="*")
     a = ap.parse_args()
     models = a.models or sorted(glob.glob(os.path.join(HERE, "engines", "*.ctx")))
+    cases = []  # (model, dims, spec, configs)
+    for model in models:
+        specs = gen_specs(model)
+        if not specs:
+            cases.append((model, [], None, []))
+        scheds = sorted(glob.glob(model[:-len(".ctx")] + ".*.sched"))
+        for spec in specs:
+            cases.append((model, [], spec, CONFIGS + [["-s", x] for x in scheds]))
+    if not a.models:
+        root = os.path.dirname(HERE)
+        for model, dims, spec, scheds in EXAMPLES:
+            cases.append((os.path.join(root, model), dims, spec,
+                          [["-s", os.path.join(root, x)] for x in scheds]))
     passed = failed = 0
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "out.npy")
-        for model in models:
-            specs = gen_specs(model)
-            if not specs:
+        for model, dims, spec, configs in cases:
+            if spec is None:
                 print("FAIL %s: no `# gen:` line" % model)
                 failed += 1
-            for spec in specs:
-                ref = run(a.ctx, model, spec, ["--interp"], out)
-                for extra in CONFIGS:
-                    name = "%s %s %s" % (os.path.basename(model), spec, " ".join(extra))
-                    try:
-                        got = run(a.ctx, model, spec, extra, out)
-                        ok = got.shape == ref.shape and np.allclose(
-                            got, ref, rtol=a.rtol, atol=a.atol, equal_nan=True)
-                        why = "" if ok else "max |diff| %g" % float(
-                            np.max(np.abs(got - ref))) if got.shape == ref.shape else \
-                            "shape %s, want %s" % (got.shape, ref.shape)
-                    except RuntimeError as e:
-                        ok, why = False, str(e)
-                    print("%s %s%s" % ("ok  " if ok else "FAIL", name, "" if ok else ": " + why))
-                    passed += ok
-                    failed += not ok
+                continue
+            ref = run(a.ctx, model, spec, dims + ["--interp"], out)
+            for extra in configs:
+                extra = dims + extra
+                name = "%s %s %s" % (os.path.basename(model), spec,
+                                     " ".join(os.path.basename(x) for x in extra))
+                try:
+                    got = run(a.ctx, model, spec, extra, out)
+                    ok = got.shape == ref.shape and np.allclose(
+                        got, ref, rtol=a.rtol, atol=a.atol, equal_nan=True)
+                    why = "" if ok else "max |diff| %g" % float(
+                        np.max(np.abs(got - ref))) if got.shape == ref.shape else \
+                        "shape %s, want %s" % (got.shape, ref.shape)
+                except RuntimeError as e:
+                    ok, why = False, str(e)
+                print("%s %s%s" % ("ok  " if ok else "FAIL", name, "" if ok else ": " + why))
+                passed += ok
+                failed += not ok
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 

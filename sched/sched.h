@@ -68,14 +68,27 @@ typedef struct {
   bool interchange;            /* untiled column-reading reductions by rows (ilir.h) */
   bool fuse_epilogue;          /* elementwise statements after a tile into the tile */
   int tile_nodes, tile_outs;   /* register tiles of level products; 0: none */
+  /* from a schedule (sched_plan.c): its directives, and per buffer of the
+   * kernel the operators its hoist, dense and tile directives name (NULL:
+   * every operator) */
+  const Schedule *schedule;
+  bool *hoist_only, *dense_only, *tile_only;
+  bool failed; /* the schedule asked for what cannot be done (reported) */
 } SchedPlan;
 
 /* The default CPU schedule's plan, without the optimizations [disabled]
  * (RA_OPT_* bits). */
 SchedPlan sched_default_plan(unsigned disabled);
 
+/* The plan of the checked schedule [s] for the CPU (sched_plan.c); with
+ * [disabled] for what is not a schedule's choice. Directives it cannot apply
+ * are reported to [diag]: errors set plan.failed, warnings say what is not
+ * applied. */
+SchedPlan sched_schedule_plan(CtxDiag *diag, const Schedule *s, unsigned disabled);
+
 /* Applies [plan] to [k] in place (new nodes in [arena]) and verifies the
- * result; false after reporting an internal compiler error to [diag]. */
-bool sched_apply(CtxArena *arena, CtxDiag *diag, IlirKernel *k, const SchedPlan *plan);
+ * result; false after reporting errors (a schedule's directive that does not
+ * apply) or an internal compiler error to [diag]. */
+bool sched_apply(CtxArena *arena, CtxDiag *diag, IlirKernel *k, SchedPlan *plan);
 
 #endif

@@ -42,7 +42,8 @@
 #include <string.h>
 
 SchedPlan sched_default_plan(unsigned disabled) {
-  SchedPlan plan = {0, 0, 0, 0, 0, 0, 0, 0};
+  SchedPlan plan;
+  memset(&plan, 0, sizeof plan);
   plan.specialize_leaf = !(disabled & RA_OPT_SPECIALIZE_LEAF);
   plan.hoist_invariant = !(disabled & RA_OPT_HOIST_INVARIANT);
   plan.hoist_products = !(disabled & RA_OPT_HOIST_PRODUCTS);
@@ -400,6 +401,8 @@ static IlirStmt *tile_product(Tiler *T, const IlirStmt *nodes, const IlirStmt *s
     return NULL;
   const IlirStmt *st = s->body.stmts[0];
   if (st->kind != ILIR_STORE || ilir_coef(st->index, s->var) != 1) return NULL;
+  const bool *only = T->plan->tile_only; /* a schedule's tile directives */
+  if (only && T->k->bufs[st->buf].kind == ILIR_BUF_SCRATCH && !only[st->buf]) return NULL;
   IlirExpr *terms[16];
   Term parts[16];
   long I = s->hi->ival;
@@ -496,7 +499,10 @@ static void tile_rows(Tiler *T, IlirBlock *b) {
     if (s->loop == ILIR_LOOP_SERIAL && s->lo->kind == ILIR_CONST && s->hi->kind == ILIR_CONST) {
       s->tile_nodes = T->plan->tile_nodes;
       s->tile_outs = T->plan->tile_outs;
-      if (ilir_tiled_parts(T->k, s, &outs, &store)) continue;
+      const bool *only = T->plan->tile_only; /* a schedule's tile directives */
+      if (ilir_tiled_parts(T->k, s, &outs, &store) &&
+          (!only || T->k->bufs[store->buf].kind != ILIR_BUF_SCRATCH || only[store->buf]))
+        continue;
       s->tile_nodes = s->tile_outs = 0;
     }
     tile_rows(T, &s->body);
@@ -661,23 +667,27 @@ static void dense_block(Dense *D, IlirBlock *b) {
   }
 }
 
-static void dense_scratch(CtxArena *a, IlirKernel *k) {
+static void dense_scratch(CtxArena *a, IlirKernel *k, const bool *only) {
   Dense D = {a, k, CTX_NEW_ARRAY(a, bool, k->nbufs), NULL, NULL};
-  for (int b = 0; b < k->nbufs; b++) D.dense[b] = k->bufs[b].kind == ILIR_BUF_SCRATCH;
+  for (int b = 0; b < k->nbufs; b++)
+    D.dense[b] = k->bufs[b].kind == ILIR_BUF_SCRATCH && (!only || only[b]);
   scan_block(&D, &k->body);
   dense_block(&D, &k->body);
   for (int b = 0; b < k->nbufs; b++)
     if (D.dense[b]) k->bufs[b].kind = ILIR_BUF_LEVEL_SCRATCH;
 }
 
-bool sched_apply(CtxArena *arena, CtxDiag *diag, IlirKernel *k, const SchedPlan *plan) {
+bool sched_apply(CtxArena *arena, CtxDiag *diag, IlirKernel *k, SchedPlan *plan) {
+  if (plan->failed) return false;
   if (plan->specialize_leaf) specialize_leaf(arena, k);
-  if (plan->hoist_invariant) sched_hoist_invariant(arena, k);
+  if (plan->schedule) sched_schedule_sets(arena, k, plan);
+  if (plan->hoist_invariant) sched_hoist_invariant(arena, k, plan->hoist_only);
   if (plan->hoist_products) hoist_products(arena, k);
+  if (plan->schedule && !sched_schedule_loops(arena, diag, k, plan)) return false;
   if (plan->tile_nodes > 0 && plan->tile_outs > 0) register_tile(arena, k, plan);
   if (plan->fuse_epilogue) fuse_block(arena, k, &k->body);
   if (plan->interchange) ilir_interchange(arena, k);
-  if (plan->dense_scratch) dense_scratch(arena, k);
+  if (plan->dense_scratch) dense_scratch(arena, k, plan->dense_only);
   ilir_simplify(arena, k);
   return ilir_verify(k, diag);
 }

@@ -197,14 +197,15 @@ static void reindex_block(Inv *I, IlirBlock *b) {
   }
 }
 
-void sched_hoist_invariant(CtxArena *a, IlirKernel *k) {
+void sched_hoist_invariant(CtxArena *a, IlirKernel *k, const bool *only) {
   Inv I;
   memset(&I, 0, sizeof I);
   I.a = a;
   I.k = k;
   I.rows_only = CTX_NEW_ARRAY(a, bool, k->nbufs);
   I.hoisted = CTX_NEW_ARRAY(a, bool, k->nbufs);
-  for (int b = 0; b < k->nbufs; b++) I.rows_only[b] = k->bufs[b].kind == ILIR_BUF_SCRATCH;
+  for (int b = 0; b < k->nbufs; b++)
+    I.rows_only[b] = k->bufs[b].kind == ILIR_BUF_SCRATCH && (!only || only[b]);
   scan_block(&I, &k->body);
   hoist_nodes(&I, &k->body);
   if (!I.prologue.len) return;

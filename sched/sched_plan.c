@@ -1,0 +1,291 @@
+/* sched_plan.c — a checked schedule applied: its directives as a SchedPlan
+ * and as loop transformations of the operators they name.
+ *
+ * With a schedule (`ctx run/build/check -s FILE.sched`) the kernel gets
+ * exactly the transformations it asks for; without one, the default plan
+ * (sched_default_plan). What each directive does on the CPU:
+ *
+ *   dynamic_batch, persist   always so: one level loop, one thread team with a
+ *                            barrier between levels (nothing to turn on)
+ *   specialize leaf          specialize-leaf
+ *   hoist OP, ...            hoist-invariant for those operators and the
+ *                            products they read (computed once per run when
+ *                            they read only parameters), and hoist-products
+ *   dense OP, ...            dense-scratch for those operators
+ *   fuse OP, ...             fuse-epilogue
+ *   OP: tile(node, AXIS) by (NB, NO)
+ *                            register-tile the level products OP is or reads,
+ *                            NB nodes x NO outputs
+ *   OP: split AXIS by F      ilir_split_loop on OP's loops over AXIS
+ *   OP: unroll AXIS [by F]   ilir_unroll_loop (after a split by F: of AXIS.inner)
+ *   OP: reorder A, B         ilir_reorder_loops on OP's nest A { B }
+ *   OP: vectorize AXIS       OP's loops over AXIS become vector loops (codegen
+ *                            asks LLVM to vectorize them); AXIS.inner of an
+ *                            earlier tile(node, AXIS) is the tile's vectors
+ *   interchange              as without a schedule (--disable=interchange):
+ *                            it chooses the form of a reduction, not a schedule
+ *   parallel node            always so (each level's nodes are shared among
+ *                            the threads)
+ *
+ * The rest — parallel over another axis, unroll_recursion, cache and bind
+ * (GPU directives) — the CPU backend does not apply; each draws a warning
+ * at the directive. A directive that names an axis no loop of its operator
+ * has (left) is an error at the directive.
+ */
+#include "sched/sched_int.h"
+
+#include <string.h>
+
+enum { MAX_UNROLL = 64 }; /* copies a full unroll may make */
+
+/* Is buffer [b] of [k] an operator named [name]? */
+static bool op_buf(const IlirKernel *k, int b, const char *name) {
+  IlirBufKind kind = k->bufs[b].kind;
+  return (kind == ILIR_BUF_SCRATCH || kind == ILIR_BUF_LEVEL_SCRATCH ||
+          kind == ILIR_BUF_INVARIANT) &&
+         strcmp(k->bufs[b].name, name) == 0;
+}
+
+static bool *op_set(CtxArena *a, const IlirKernel *k, bool *set, const RaOp *const *ops,
+                    int nops) {
+  if (!set) set = CTX_NEW_ARRAY(a, bool, k->nbufs);
+  for (int b = 0; b < k->nbufs; b++)
+    for (int i = 0; i < nops; i++)
+      if (op_buf(k, b, ops[i]->name)) set[b] = true;
+  return set;
+}
+
+/* ---- the statements of an operator ---------------------------------------------- */
+
+/* Does [s] store into a buffer of [set]? */
+static bool stores_into(const IlirStmt *s, const bool *set) {
+  if (s->kind == ILIR_STORE) return set[s->buf];
+  const IlirBlock *bs[3] = {&s->body, &s->then, &s->els};
+  for (int j = 0; j < 3; j++)
+    for (int i = 0; i < bs[j]->n; i++)
+      if (stores_into(bs[j]->stmts[i], set)) return true;
+  return false;
+}
+
+/* Marks the scratch buffers [e] reads. */
+static void mark_reads(const IlirKernel *k, const IlirExpr *e, bool *set) {
+  if (!e) return;
+  if (e->kind == ILIR_LOAD && k->bufs[e->buf].kind == ILIR_BUF_SCRATCH) set[e->buf] = true;
+  mark_reads(k, e->a, set), mark_reads(k, e->b, set), mark_reads(k, e->c, set);
+  mark_reads(k, e->lo, set), mark_reads(k, e->hi, set);
+}
+
+/* Adds to [set] the buffers the stores into [ops] read (the products an
+ * operator is the sum of: concat-split and product-ops make them operators
+ * of their own). */
+static void add_reads(const IlirKernel *k, const IlirBlock *b, const bool *ops, bool *set) {
+  for (int i = 0; i < b->n; i++) {
+    const IlirStmt *s = b->stmts[i];
+    if (s->kind == ILIR_STORE && ops[s->buf]) mark_reads(k, s->value, set);
+    add_reads(k, &s->body, ops, set);
+    add_reads(k, &s->then, ops, set);
+    add_reads(k, &s->els, ops, set);
+  }
+}
+
+/* ---- loop directives --------------------------------------------------------------- */
+
+typedef struct {
+  CtxArena *a;
+  IlirKernel *k;
+  const SchedDirective *d;
+  const bool *ops;  /* the operator's buffers */
+  const char *axis;
+  int applied;      /* loops transformed */
+  bool failed;
+} Apply;
+
+/* The directive on loop [s] (over the axis, storing into the operator):
+ * its replacement statements appended to [out]; false to keep [s]. */
+static bool transform(Apply *A, IlirStmt *s, CtxVec *out) {
+  IlirBlock b;
+  IlirStmt *r;
+  switch (A->d->verb) {
+  case SCHED_SPLIT:
+    if (!ilir_split_loop(A->a, A->k, s, A->d->factors[0], &b)) return false;
+    break;
+  case SCHED_UNROLL:
+    if (A->d->nfactors) { /* split, then unroll the inner loop */
+      if (!ilir_split_loop(A->a, A->k, s, A->d->factors[0], &b)) return false;
+      if (b.n && b.stmts[0]->var != s->var) {
+        IlirStmt *outer = b.stmts[0];
+        IlirBlock copies;
+        if (!ilir_unroll_loop(A->a, outer->body.stmts[0], A->d->factors[0], &copies))
+          return false;
+        outer->body = copies;
+      }
+    } else if (!ilir_unroll_loop(A->a, s, MAX_UNROLL, &b)) {
+      return false;
+    }
+    break;
+  case SCHED_REORDER:
+    if (!ilir_reorder_loops(A->a, s, &r)) return false;
+    b = (IlirBlock){&r, 1};
+    break;
+  case SCHED_VECTORIZE:
+    if (s->loop != ILIR_LOOP_SERIAL || s->tile_nodes) return false;
+    s->loop = ILIR_LOOP_VECTOR;
+    b = (IlirBlock){&s, 1};
+    break;
+  default: return false;
+  }
+  for (int i = 0; i < b.n; i++) ctx_vec_push(A->a, out, b.stmts[i]);
+  A->applied++;
+  return true;
+}
+
+static void apply_block(Apply *A, IlirBlock *b) {
+  CtxVec out = {0};
+  for (int i = 0; i < b->n; i++) {
+    IlirStmt *s = b->stmts[i];
+    bool mine = s->kind == ILIR_LOOP && strcmp(s->var->name, A->axis) == 0 &&
+                stores_into(s, A->ops);
+    if (mine && transform(A, s, &out)) continue;
+    /* the first axis of a reorder is the outer loop of the nest */
+    if (s->kind != ILIR_STORE && !mine) {
+      apply_block(A, &s->body);
+      apply_block(A, &s->then);
+      apply_block(A, &s->els);
+    }
+    ctx_vec_push(A->a, &out, s);
+  }
+  b->stmts = (IlirStmt **)out.items;
+  b->n = out.len;
+}
+
+/* Does a directive of [s] before [i] register-tile [d]'s operator over the
+ * axis that `AXIS.inner` of [d] names? The tile's vectors are that axis. */
+static bool tiled_inner(const Schedule *s, int i, const SchedDirective *d) {
+  const char *axis = d->axes[0], *dot = strrchr(axis, '.');
+  if (!dot || strcmp(dot, ".inner") != 0) return false;
+  for (int j = 0; j < i; j++) {
+    const SchedDirective *t = &s->dirs[j];
+    if (t->verb == SCHED_TILE && t->op && strcmp(t->op->name, d->op->name) == 0 &&
+        t->naxes == 2 && strlen(t->axes[1]) == (size_t)(dot - axis) &&
+        strncmp(t->axes[1], axis, (size_t)(dot - axis)) == 0)
+      return true;
+  }
+  return false;
+}
+
+static bool loop_directive(CtxArena *a, CtxDiag *diag, IlirKernel *k, const Schedule *s,
+                           int i) {
+  const SchedDirective *d = &s->dirs[i];
+  if (d->verb == SCHED_VECTORIZE && tiled_inner(s, i, d)) return true; /* the tile's vectors */
+  static const char *const verbs[] = {[SCHED_SPLIT] = "split", [SCHED_UNROLL] = "unroll",
+                                      [SCHED_REORDER] = "reorder",
+                                      [SCHED_VECTORIZE] = "vectorize"};
+  const RaOp *op = d->op;
+  Apply A = {a, k, d, op_set(a, k, NULL, &op, 1), d->axes[0], 0, false};
+  if (strcmp(A.axis, "node") == 0) {
+    ctx_diag_error(diag, d->span,
+                   "'%s' cannot %s the node axis: the nodes of a level are the schedule's "
+                   "dynamic batch (tile(node, AXIS) groups them in register tiles)",
+                   op->name, verbs[d->verb]);
+    return false;
+  }
+  if (d->verb == SCHED_REORDER && (d->naxes != 2 || strcmp(d->axes[1], "node") == 0)) {
+    ctx_diag_error(diag, d->span, "'reorder' swaps two loops of one operator, as in: "
+                                  "OP: reorder i, j");
+    return false;
+  }
+  apply_block(&A, &k->body);
+  if (!A.applied) {
+    if (d->verb == SCHED_REORDER)
+      ctx_diag_error(diag, d->span, "cannot reorder '%s' of '%s': it needs a nest '%s' { '%s' } "
+                     "of one store of distinct, independent elements", d->axes[0], op->name,
+                     d->axes[0], d->axes[1]);
+    else if (d->verb == SCHED_UNROLL && !d->nfactors)
+      ctx_diag_error(diag, d->span, "cannot unroll '%s' of '%s': no loop over it with a "
+                     "constant range of at most %d iterations left", A.axis, op->name,
+                     MAX_UNROLL);
+    else
+      ctx_diag_error(diag, d->span, "cannot %s '%s' of '%s': no loop over it with a constant "
+                     "range left", verbs[d->verb], A.axis, op->name);
+    ctx_diag_note(diag, op->span, "'%s' is defined here", op->name);
+    return false;
+  }
+  return true;
+}
+
+/* ---- the plan ------------------------------------------------------------------------- */
+
+SchedPlan sched_schedule_plan(CtxDiag *diag, const Schedule *s, unsigned disabled) {
+  SchedPlan plan;
+  memset(&plan, 0, sizeof plan);
+  plan.interchange = !(disabled & RA_OPT_INTERCHANGE); /* a form, not a schedule choice */
+  plan.schedule = s;
+  for (int i = 0; i < s->ndirs; i++) {
+    const SchedDirective *d = &s->dirs[i];
+    switch (d->verb) {
+    case SCHED_DYNAMIC_BATCH: case SCHED_PERSIST: break;
+    case SCHED_SPECIALIZE: plan.specialize_leaf = true; break;
+    case SCHED_FUSE: plan.fuse_epilogue = true; break;
+    case SCHED_HOIST: plan.hoist_invariant = plan.hoist_products = true; break;
+    case SCHED_DENSE: plan.dense_scratch = true; break;
+    case SCHED_TILE:
+      if (d->naxes != 2 || strcmp(d->axes[0], "node") != 0) {
+        ctx_diag_error(diag, d->span, "the cpu backend tiles a level's products over "
+                                      "(node, AXIS): write OP: tile(node, i) by (NB, NO)");
+        plan.failed = true;
+      } else if (d->factors[0] > 8 || d->factors[1] > 256) {
+        ctx_diag_error(diag, d->span, "a register tile holds at most 8 nodes x 256 outputs");
+        plan.failed = true;
+      } else {
+        plan.tile_nodes = (int)d->factors[0];
+        plan.tile_outs = (int)d->factors[1];
+      }
+      break;
+    case SCHED_PARALLEL:
+      if (d->naxes == 1 && strcmp(d->axes[0], "node") == 0) break;
+      ctx_diag_warning(diag, d->span, "not applied: the cpu backend runs the nodes of each "
+                                      "level in parallel (parallel node), no other axis");
+      break;
+    case SCHED_UNROLL_RECURSION:
+      ctx_diag_warning(diag, d->span, "not applied: the cpu backend does not unroll the "
+                                      "recursion");
+      break;
+    case SCHED_CACHE: case SCHED_BIND:
+      ctx_diag_warning(diag, d->span, "not applied: '%s' is a GPU directive",
+                       d->verb == SCHED_CACHE ? "cache" : "bind");
+      break;
+    default: break; /* the loop directives: sched_apply_schedule */
+    }
+  }
+  return plan;
+}
+
+void sched_schedule_sets(CtxArena *a, const IlirKernel *k, SchedPlan *plan) {
+  const Schedule *s = plan->schedule;
+  for (int i = 0; i < s->ndirs; i++) {
+    const SchedDirective *d = &s->dirs[i];
+    if (d->verb == SCHED_HOIST) { /* the operators and the products they read */
+      bool *mine = op_set(a, k, NULL, d->ops, d->nops);
+      plan->hoist_only = op_set(a, k, plan->hoist_only, d->ops, d->nops);
+      add_reads(k, &k->body, mine, plan->hoist_only);
+    }
+    if (d->verb == SCHED_DENSE) plan->dense_only = op_set(a, k, plan->dense_only, d->ops, d->nops);
+    if (d->verb == SCHED_TILE) {
+      bool *mine = op_set(a, k, NULL, &d->op, 1);
+      plan->tile_only = op_set(a, k, plan->tile_only, &d->op, 1);
+      add_reads(k, &k->body, mine, plan->tile_only);
+    }
+  }
+}
+
+bool sched_schedule_loops(CtxArena *a, CtxDiag *diag, IlirKernel *k, const SchedPlan *plan) {
+  const Schedule *s = plan->schedule;
+  bool ok = true;
+  for (int i = 0; i < s->ndirs; i++) {
+    const SchedDirective *d = &s->dirs[i];
+    if (d->verb == SCHED_SPLIT || d->verb == SCHED_UNROLL || d->verb == SCHED_REORDER ||
+        d->verb == SCHED_VECTORIZE)
+      ok &= loop_directive(a, diag, k, s, i);
+  }
+  return ok;
+}
