@@ -15,7 +15,8 @@
  * Threads (codegen.h): every thread of a team runs the whole function; a
  * NODES or PARALLEL loop runs only the thread's contiguous share of its
  * range, and the body of a LEVELS loop, and a PARALLEL loop, end with
- * barrier(barrier_ctx) when nthreads > 1.
+ * barrier(barrier_ctx) when nthreads > 1 — except between levels of a single
+ * node (barrier_skippable).
  *
  * Assumes a kernel that ilir_verify accepts; a construct it does not know is
  * an internal compiler error and the module is then not used.
@@ -341,12 +342,13 @@ static void thread_share(CgEmit *E, LLVMValueRef *lo, LLVMValueRef *hi) {
   *hi = LLVMBuildSelect(E->b, over, *hi, end, "end");
 }
 
-/* barrier(barrier_ctx) when nthreads > 1, between acq_rel fences: the other
- * threads' stores of this level are visible after it, and no access to a
- * (noalias) buffer moves across it. */
-static void emit_barrier(CgEmit *E) {
+/* barrier(barrier_ctx) when nthreads > 1 (and not [skip], an i1 or NULL),
+ * between acq_rel fences: the other threads' stores of this level are
+ * visible after it, and no access to a (noalias) buffer moves across it. */
+static void emit_barrier(CgEmit *E, LLVMValueRef skip) {
   LLVMBasicBlockRef call = new_block(E, "barrier"), join = new_block(E, "barrier.done");
   LLVMValueRef many = LLVMBuildICmp(E->b, LLVMIntSGT, E->nthreads, const_i64(E, 1), "");
+  if (skip) many = LLVMBuildAnd(E->b, many, LLVMBuildNot(E->b, skip, ""), "");
   LLVMBuildCondBr(E->b, many, call, join);
   LLVMPositionBuilderAtEnd(E->b, call);
   LLVMBuildFence(E->b, LLVMAtomicOrderingAcquireRelease, 0, "");
@@ -373,6 +375,36 @@ static void ask_vectorize(CgEmit *E, LLVMBasicBlockRef latch) {
                   LLVMMetadataAsValue(E->ctx, id));
 }
 
+/* levels[i] */
+static LLVMValueRef level_start(CgEmit *E, LLVMValueRef i) {
+  LLVMValueRef at = LLVMBuildInBoundsGEP2(E->b, E->i32, E->bufs[E->k->levels_buf], &i, 1, "");
+  return LLVMBuildSExt(E->b, LLVMBuildLoad2(E->b, E->i32, at, "levels"), E->i64, "");
+}
+
+/* Is level [l] a single node? */
+static LLVMValueRef single_node(CgEmit *E, LLVMValueRef l) {
+  LLVMValueRef n = LLVMBuildSub(E->b, level_start(E, LLVMBuildAdd(E->b, l, const_i64(E, 1), "")),
+                                level_start(E, l), "");
+  return LLVMBuildICmp(E->b, LLVMIntEQ, n, const_i64(E, 1), "");
+}
+
+/* May the barrier after level [l] be left out? A level of one node runs on
+ * thread 0 alone (its nodes loops' shares: one node for thread 0, none for
+ * the others), so between it and a next level of one node (or the end) no
+ * other thread writes or reads anything: a chain of single-node levels — a
+ * sequence, the top of a tree — runs without barriers. Every thread decides
+ * alike from levels[], so all call the barrier equally often. */
+static LLVMValueRef barrier_skippable(CgEmit *E, LLVMValueRef l) {
+  int lv = E->k->levels_buf;
+  if (lv < 0 || lv >= E->k->nbufs || E->k->bufs[lv].kind != ILIR_BUF_LEVELS)
+    return fail(E, E->i1, "levels loop without a levels buffer, levels_buf", lv);
+  LLVMValueRef next = LLVMBuildAdd(E->b, l, const_i64(E, 1), "");
+  LLVMValueRef last = LLVMBuildICmp(E->b, LLVMIntSGE, next, E->args[1], "");
+  LLVMValueRef at = LLVMBuildSelect(E->b, last, l, next, ""); /* levels[] in bounds */
+  LLVMValueRef next_single = LLVMBuildOr(E->b, last, single_node(E, at), "");
+  return LLVMBuildAnd(E->b, single_node(E, l), next_single, "");
+}
+
 static void emit_loop(CgEmit *E, const IlirStmt *s) {
   if (s->tile_nodes) {
     emit_tiled(E, s);
@@ -383,10 +415,10 @@ static void emit_loop(CgEmit *E, const IlirStmt *s) {
   CgLoop L;
   loop_open(E, &L, lo, hi, var_name(s->var));
   if (bind_var(E, s->var, L.iv)) emit_block(E, &s->body);
-  if (s->loop == ILIR_LOOP_LEVELS && !E->failed) emit_barrier(E);
+  if (s->loop == ILIR_LOOP_LEVELS && !E->failed) emit_barrier(E, barrier_skippable(E, L.iv));
   LLVMBasicBlockRef latch = loop_close(E, &L);
   if (s->loop == ILIR_LOOP_VECTOR && !E->failed) ask_vectorize(E, latch);
-  if (s->loop == ILIR_LOOP_PARALLEL && !E->failed) emit_barrier(E);
+  if (s->loop == ILIR_LOOP_PARALLEL && !E->failed) emit_barrier(E, NULL);
   if (!E->failed) E->vars[s->var->id] = NULL;
 }
 

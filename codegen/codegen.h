@@ -14,7 +14,8 @@
  * * chunk)). The body of an ILIR_LOOP_LEVELS loop ends with one call of
  * barrier(barrier_ctx), which must return only once every thread of the team
  * has called it (and publish their stores); with nthreads == 1 it is never
- * called (it may be NULL). Each node is computed by one thread with the same
+ * called (it may be NULL), nor after a level of one node that is the last
+ * or followed by another level of one node (thread 0 computes both). Each node is computed by one thread with the same
  * operations, so results do not depend on nthreads. A kernel with stores
  * outside NODES loops must run with nthreads == 1.
  *

@@ -7,6 +7,7 @@
 #include <check.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -90,6 +91,7 @@ static IlirStmt *ifs(T *t, IlirExpr *c, IlirStmt *then, IlirStmt *els) {
  *   for l in [0, num_levels) for n in [levels[l], levels[l + 1]) body */
 static void levels_around(T *t, int levels, IlirVar *n, IlirStmt *body) {
   IlirVar *l = var(t, "l");
+  t->k->levels_buf = levels;
   IlirStmt *nodes = loop(t, n, ld(t, levels, vr(t, l)),
                          ld(t, levels, bin(t, ILIR_ADD, vr(t, l), ci(t, 1))), body);
   nodes->loop = ILIR_LOOP_NODES;
@@ -242,7 +244,7 @@ END_TEST
 
 /* ---- threads: the chain kernel on a team, bit for bit ----------------------- */
 
-enum { LV = 6, NN = 20 + 11 + 5 + 3 + 2 + 1, MAXT = 4 };
+enum { LV = 9, NN = 20 + 1 + 1 + 11 + 5 + 1 + 3 + 2 + 1, MAXT = 4 };
 
 typedef struct {
   CgKernelFn fn;
@@ -251,7 +253,12 @@ typedef struct {
   pthread_barrier_t *barrier;
 } Member;
 
-static void member_barrier(void *ctx) { pthread_barrier_wait(ctx); }
+static atomic_int barrier_calls; /* by every thread of run_team's teams */
+
+static void member_barrier(void *ctx) {
+  atomic_fetch_add(&barrier_calls, 1);
+  pthread_barrier_wait(ctx);
+}
 
 static void *member_main(void *arg) {
   const Member *m = arg;
@@ -273,7 +280,8 @@ static void run_team(CgKernelFn fn, void **bufs, int nthreads) {
   pthread_barrier_destroy(&barrier);
 }
 
-/* Levels of 20, 11, 5, 3, 2, 1 nodes (fewer than threads at the top), each
+/* Levels of 20, 1, 1, 11, 5, 1, 3, 2, 1 nodes (fewer than threads at the top;
+ * runs of single-node levels, between which there is no barrier), each
  * node's one dependency in the level below; 1, 2, 3 and 4 threads agree. */
 START_TEST(threads_agree) {
   T t;
@@ -281,7 +289,7 @@ START_TEST(threads_agree) {
   chain_kernel(&t);
   CgJit *jit;
   CgKernelFn fn = compile(&t, &jit);
-  static const int32_t sizes[LV] = {20, 11, 5, 3, 2, 1};
+  static const int32_t sizes[LV] = {20, 1, 1, 11, 5, 1, 3, 2, 1};
   float p[H] = {0.1f, -0.2f, 0.3f, 0.5f};
   int32_t dep[NN], nd[NN], lv[LV + 1] = {0};
   for (int l = 0; l < LV; l++) lv[l + 1] = lv[l] + sizes[l];
@@ -296,8 +304,11 @@ START_TEST(threads_agree) {
   bufs[4] = res;
   for (int nt = 1; nt <= MAXT; nt++) {
     memset(res, 0, sizeof res);
+    atomic_store(&barrier_calls, 0);
     run_team(fn, bufs, nt);
     ck_assert_mem_eq(res, want, sizeof res);
+    /* after every level but 1 (followed by a single node) and 8 (the last) */
+    ck_assert_int_eq(atomic_load(&barrier_calls), nt > 1 ? nt * 7 : 0);
   }
   ck_assert(want[(NN - 1) * H] != 0);
   cg_jit_free(jit);
@@ -526,6 +537,7 @@ static void invariant_kernel(T *t, long extent, bool in_nodes) {
   IlirStmt *st = store(t, res, bin(t, ILIR_ADD, bin(t, ILIR_MUL, vr(t, n), ci(t, H)), vr(t, i)),
                        bin(t, ILIR_ADD, ld(t, inv, vr(t, i)), sum));
   IlirStmt *node_body[2] = {pro, loop(t, i, ci(t, 0), ci(t, H), st)};
+  t->k->levels_buf = lv;
   IlirVar *l = var(t, "l");
   IlirStmt *nodes = ilir_loop(t->a, n, ld(t, lv, vr(t, l)),
                               ld(t, lv, bin(t, ILIR_ADD, vr(t, l), ci(t, 1))), ILIR_LOOP_NODES,
@@ -545,7 +557,7 @@ START_TEST(invariant_prologue) {
   invariant_kernel(&t, 1, false);
   CgJit *jit;
   CgKernelFn fn = compile(&t, &jit);
-  static const int32_t sizes[LV] = {20, 11, 5, 3, 2, 1};
+  static const int32_t sizes[LV] = {20, 1, 1, 11, 5, 1, 3, 2, 1};
   float p[H] = {0.1f, -0.2f, 0.3f, 0.5f}, inv[H];
   int32_t dep[NN], nd[NN], lv[LV + 1] = {0};
   static float want[(NN + 1) * H], res[(NN + 1) * H];
