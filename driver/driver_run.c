@@ -452,9 +452,12 @@ static int report(const CtxRun *r) {
   return r->err.status == CTXRT_ERR_ARG ? CTX_EXIT_USAGE : CTX_EXIT_RUNTIME;
 }
 
-/* Lowers the program and JIT-compiles its kernel (not with --interp).
- * Returns 0 or an exit code after the diagnostics were reported. */
+/* Lowers the program and JIT-compiles its kernel (not with --interp, which
+ * still checks a -s schedule). Returns 0 or an exit code after the
+ * diagnostics were reported. */
 static int compile_kernel(CtxRun *r) {
+  if (r->o->interp && r->s->opts.schedule && !ctx_pipeline_kernel(r->s, r->p))
+    return ctx_session_exit_code(r->s);
 #ifdef CTX_HAVE_JIT
   if (r->o->interp) return 0;
   r->k = ctx_pipeline_kernel(r->s, r->p);
