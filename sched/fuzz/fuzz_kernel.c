@@ -1,11 +1,13 @@
 /* fuzz_kernel.c — libFuzzer target for the middle end through scheduling:
- * parser, sema, RA, ILIR lowering, the default schedule's passes, the
- * simplifier and the verifier with bounds inference.
+ * parser, sema, RA, ILIR lowering, the default schedule's passes (or those
+ * of the model file's first cpu schedule block that checks), the simplifier
+ * and the verifier with bounds inference.
  *
  * The first byte chooses which optimizations are off (RA_OPT_* bits), the
  * rest is the model: any byte string must go through without a crash, a
  * hang, a sanitizer report or an internal compiler error — a valid model
- * must always yield a kernel the verifier accepts.
+ * (and schedule) must always yield a kernel the verifier accepts, or a
+ * schedule error.
  */
 #include "sched/sched.h"
 
@@ -29,8 +31,14 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
   RaProgram *p = m && m->output_func && diag.errors == 0 ? ra_build(arena, &diag, m, disabled)
                                                         : NULL;
   IlirKernel *k = p && diag.errors == 0 ? ilir_lower(arena, &diag, p) : NULL;
+  const Schedule *sch = NULL;
+  for (int i = 0; k && !sch && i < f->nitems; i++)
+    if (f->items[i]->kind == AST_SCHEDULE) {
+      sch = sched_check(arena, &diag, f->items[i], p);
+      if (sch && sch->target != SCHED_CPU) sch = NULL;
+    }
   if (k) {
-    SchedPlan plan = sched_default_plan(disabled);
+    SchedPlan plan = sch ? sched_schedule_plan(&diag, sch, disabled) : sched_default_plan(disabled);
     sched_apply(arena, &diag, k, &plan);
   }
   if (diag.ice) abort(); /* a valid model the compiler could not compile */
