@@ -575,6 +575,85 @@ static void fuse_block(CtxArena *a, IlirKernel *k, IlirBlock *b) {
   b->n = out;
 }
 
+/* ---- buffers read and written only at their node's row ---------------------- */
+
+typedef struct {
+  const IlirKernel *k;
+  bool *flags;
+  const IlirVar *node;  /* the innermost nodes loop's variable */
+} RowScan;
+
+static void scan_access(RowScan *R, int buf, const IlirExpr *index) {
+  if (R->flags[buf] && (!R->node || ilir_coef(index, R->node) != R->k->bufs[buf].size))
+    R->flags[buf] = false;
+}
+
+static void scan_expr(RowScan *R, const IlirExpr *e) {
+  if (!e) return;
+  if (e->kind == ILIR_LOAD) scan_access(R, e->buf, e->a);
+  scan_expr(R, e->a), scan_expr(R, e->b), scan_expr(R, e->c);
+  scan_expr(R, e->lo), scan_expr(R, e->hi);
+}
+
+static void scan_block(RowScan *R, const IlirBlock *b) {
+  for (int i = 0; i < b->n; i++) {
+    const IlirStmt *s = b->stmts[i];
+    if (s->kind == ILIR_STORE) {
+      scan_access(R, s->buf, s->index);
+      scan_expr(R, s->index), scan_expr(R, s->value);
+    } else if (s->kind == ILIR_IF) {
+      scan_expr(R, s->cond);
+      scan_block(R, &s->then), scan_block(R, &s->els);
+    } else {
+      scan_expr(R, s->lo), scan_expr(R, s->hi);
+      const IlirVar *node = R->node;
+      if (s->loop == ILIR_LOOP_NODES) R->node = s->var;
+      scan_block(R, &s->body);
+      R->node = node;
+    }
+  }
+}
+
+void sched_keep_node_rows(const IlirKernel *k, bool *flags) {
+  RowScan R = {k, flags, NULL};
+  scan_block(&R, &k->body);
+}
+
+/* [e] with the index of each load of a buffer of R->flags rewritten. */
+static IlirExpr *map_loads(SchedRewrite *R, IlirExpr *e) {
+  if (!e) return NULL;
+  IlirExpr *x = map_loads(R, e->a), *y = map_loads(R, e->b), *c = map_loads(R, e->c);
+  IlirExpr *lo = map_loads(R, e->lo), *hi = map_loads(R, e->hi);
+  bool load = e->kind == ILIR_LOAD && R->flags[e->buf];
+  if (!load && x == e->a && y == e->b && c == e->c && lo == e->lo && hi == e->hi) return e;
+  IlirExpr *copy = CTX_NEW(R->a, IlirExpr); /* expressions may be shared */
+  *copy = *e;
+  copy->a = load ? R->at(R, x, e->buf) : x;
+  copy->b = y, copy->c = c, copy->lo = lo, copy->hi = hi;
+  return copy;
+}
+
+void sched_rewrite_accesses(SchedRewrite *R, IlirBlock *b) {
+  for (int i = 0; i < b->n; i++) {
+    IlirStmt *s = b->stmts[i];
+    if (s->kind == ILIR_STORE) {
+      s->value = map_loads(R, s->value);
+      s->index = map_loads(R, s->index);
+      if (R->flags[s->buf]) s->index = R->at(R, s->index, s->buf);
+    } else if (s->kind == ILIR_IF) {
+      s->cond = map_loads(R, s->cond);
+      sched_rewrite_accesses(R, &s->then), sched_rewrite_accesses(R, &s->els);
+    } else {
+      s->lo = map_loads(R, s->lo), s->hi = map_loads(R, s->hi);
+      const IlirVar *node = R->node, *level = R->level;
+      if (s->loop == ILIR_LOOP_NODES) R->node = s->var;
+      if (s->loop == ILIR_LOOP_LEVELS) R->level = s->var;
+      sched_rewrite_accesses(R, &s->body);
+      R->node = node, R->level = level;
+    }
+  }
+}
+
 /* ---- dense scratch ---------------------------------------------------------------- */
 
 /* An operator's scratch row is written and read only at the node of its nodes
@@ -582,99 +661,25 @@ static void fuse_block(CtxArena *a, IlirKernel *k, IlirBlock *b) {
  * for one level, not for every node: its accesses n * S + x become
  * (n - levels[l]) * S + x and it becomes a LEVEL_SCRATCH buffer of
  * (widest level + 1) rows. A 100,000-node chain then keeps one row per
- * operator instead of 100,000. */
+ * operator instead of 100,000. (Every nodes loop is inside a levels loop.) */
 
-typedef struct {
-  CtxArena *a;
-  IlirKernel *k;
-  bool *dense;          /* [nbufs]: a scratch buffer that qualifies */
-  const IlirVar *node;  /* the nodes loop's variable */
-  const IlirVar *level; /* the levels loop's variable */
-} Dense;
-
-static void scan_access(Dense *D, int buf, const IlirExpr *index) {
-  if (D->dense[buf] && (!D->node || !D->level ||
-                        ilir_coef(index, D->node) != D->k->bufs[buf].size))
-    D->dense[buf] = false;
-}
-
-static void scan_expr(Dense *D, const IlirExpr *e) {
-  if (!e) return;
-  if (e->kind == ILIR_LOAD) scan_access(D, e->buf, e->a);
-  scan_expr(D, e->a), scan_expr(D, e->b), scan_expr(D, e->c);
-  scan_expr(D, e->lo), scan_expr(D, e->hi);
-}
-
-static void scan_block(Dense *D, const IlirBlock *b) {
-  for (int i = 0; i < b->n; i++) {
-    const IlirStmt *s = b->stmts[i];
-    if (s->kind == ILIR_STORE) {
-      scan_access(D, s->buf, s->index);
-      scan_expr(D, s->index), scan_expr(D, s->value);
-    } else if (s->kind == ILIR_IF) {
-      scan_expr(D, s->cond);
-      scan_block(D, &s->then), scan_block(D, &s->els);
-    } else {
-      scan_expr(D, s->lo), scan_expr(D, s->hi);
-      const IlirVar *node = D->node, *level = D->level;
-      if (s->loop == ILIR_LOOP_NODES) D->node = s->var;
-      if (s->loop == ILIR_LOOP_LEVELS) D->level = s->var;
-      scan_block(D, &s->body);
-      D->node = node, D->level = level;
-    }
-  }
-}
-
-/* index - levels[l] * S */
-static IlirExpr *rebase(Dense *D, IlirExpr *index, long size) {
-  IlirExpr *start = ilir_load(D->a, D->k, D->k->levels_buf, ilir_var(D->a, (IlirVar *)D->level));
-  return ilir_binary(D->a, ILIR_SUB, index,
-                     ilir_binary(D->a, ILIR_MUL, start, ilir_const_i(D->a, size)));
-}
-
-/* [e] with its loads of dense buffers rebased; new nodes where anything
- * changed (expressions may be shared, so nothing is rewritten in place). */
-static IlirExpr *dense_expr(Dense *D, IlirExpr *e) {
-  if (!e) return NULL;
-  IlirExpr *a = dense_expr(D, e->a), *b = dense_expr(D, e->b), *c = dense_expr(D, e->c);
-  IlirExpr *lo = dense_expr(D, e->lo), *hi = dense_expr(D, e->hi);
-  bool load = e->kind == ILIR_LOAD && D->dense[e->buf];
-  if (!load && a == e->a && b == e->b && c == e->c && lo == e->lo && hi == e->hi) return e;
-  IlirExpr *copy = CTX_NEW(D->a, IlirExpr);
-  *copy = *e;
-  copy->a = load ? rebase(D, a, D->k->bufs[e->buf].size) : a;
-  copy->b = b, copy->c = c, copy->lo = lo, copy->hi = hi;
-  return copy;
-}
-
-static void dense_block(Dense *D, IlirBlock *b) {
-  for (int i = 0; i < b->n; i++) {
-    IlirStmt *s = b->stmts[i];
-    if (s->kind == ILIR_STORE) {
-      s->value = dense_expr(D, s->value);
-      s->index = dense_expr(D, s->index);
-      if (D->dense[s->buf]) s->index = rebase(D, s->index, D->k->bufs[s->buf].size);
-    } else if (s->kind == ILIR_IF) {
-      s->cond = dense_expr(D, s->cond);
-      dense_block(D, &s->then), dense_block(D, &s->els);
-    } else {
-      s->lo = dense_expr(D, s->lo), s->hi = dense_expr(D, s->hi);
-      const IlirVar *level = D->level;
-      if (s->loop == ILIR_LOOP_LEVELS) D->level = s->var;
-      dense_block(D, &s->body);
-      D->level = level;
-    }
-  }
+/* (n * S + x) - levels[l] * S */
+static IlirExpr *rebase(SchedRewrite *R, IlirExpr *index, int buf) {
+  CtxArena *a = R->a;
+  IlirExpr *start = ilir_load(a, R->k, R->k->levels_buf, ilir_var(a, (IlirVar *)R->level));
+  return ilir_binary(a, ILIR_SUB, index,
+                     ilir_binary(a, ILIR_MUL, start, ilir_const_i(a, R->k->bufs[buf].size)));
 }
 
 static void dense_scratch(CtxArena *a, IlirKernel *k, const bool *only) {
-  Dense D = {a, k, CTX_NEW_ARRAY(a, bool, k->nbufs), NULL, NULL};
+  bool *dense = CTX_NEW_ARRAY(a, bool, k->nbufs);
   for (int b = 0; b < k->nbufs; b++)
-    D.dense[b] = k->bufs[b].kind == ILIR_BUF_SCRATCH && (!only || only[b]);
-  scan_block(&D, &k->body);
-  dense_block(&D, &k->body);
+    dense[b] = k->bufs[b].kind == ILIR_BUF_SCRATCH && (!only || only[b]);
+  sched_keep_node_rows(k, dense);
+  SchedRewrite R = {a, k, dense, rebase, NULL, NULL};
+  sched_rewrite_accesses(&R, &k->body);
   for (int b = 0; b < k->nbufs; b++)
-    if (D.dense[b]) k->bufs[b].kind = ILIR_BUF_LEVEL_SCRATCH;
+    if (dense[b]) k->bufs[b].kind = ILIR_BUF_LEVEL_SCRATCH;
 }
 
 bool sched_apply(CtxArena *arena, CtxDiag *diag, IlirKernel *k, SchedPlan *plan) {

@@ -4,6 +4,25 @@
 
 #include "sched/sched.h"
 
+/* Clears flags[b] of every buffer b accessed other than at the row of the
+ * innermost nodes loop's node n: n * S + x, S the buffer's size, x not
+ * reading n (sched_apply.c). */
+void sched_keep_node_rows(const IlirKernel *k, bool *flags);
+
+/* Rewrites the index of every access to a buffer b with flags[b] (loads,
+ * and stores when into such a buffer) as at(R, index, b); R->node and
+ * R->level are the innermost nodes and levels loops' variables there.
+ * Expressions may be shared, so new nodes are made where anything changes. */
+typedef struct SchedRewrite SchedRewrite;
+struct SchedRewrite {
+  CtxArena *a;
+  IlirKernel *k;
+  const bool *flags;
+  IlirExpr *(*at)(SchedRewrite *R, IlirExpr *index, int buf);
+  const IlirVar *node, *level;
+};
+void sched_rewrite_accesses(SchedRewrite *R, IlirBlock *b);
+
 /* Hoisting of node-independent operators into a prologue that runs once per
  * inference (sched_invariant.c); only the buffers of [only] (NULL: any). */
 void sched_hoist_invariant(CtxArena *a, IlirKernel *k, const bool *only);

@@ -40,40 +40,6 @@ typedef struct {
   const IlirVar *node;
 } Inv;
 
-/* ---- which buffers may become invariant ---------------------------------------- */
-
-static void scan_access(Inv *I, int buf, const IlirExpr *index) {
-  if (!I->rows_only[buf]) return;
-  if (!I->node || ilir_coef(index, I->node) != I->k->bufs[buf].size)
-    I->rows_only[buf] = false;
-}
-
-static void scan_expr(Inv *I, const IlirExpr *e) {
-  if (!e) return;
-  if (e->kind == ILIR_LOAD) scan_access(I, e->buf, e->a);
-  scan_expr(I, e->a), scan_expr(I, e->b), scan_expr(I, e->c);
-  scan_expr(I, e->lo), scan_expr(I, e->hi);
-}
-
-static void scan_block(Inv *I, const IlirBlock *b) {
-  for (int i = 0; i < b->n; i++) {
-    const IlirStmt *s = b->stmts[i];
-    if (s->kind == ILIR_STORE) {
-      scan_access(I, s->buf, s->index);
-      scan_expr(I, s->index), scan_expr(I, s->value);
-    } else if (s->kind == ILIR_IF) {
-      scan_expr(I, s->cond);
-      scan_block(I, &s->then), scan_block(I, &s->els);
-    } else {
-      scan_expr(I, s->lo), scan_expr(I, s->hi);
-      const IlirVar *node = I->node;
-      if (s->loop == ILIR_LOOP_NODES) I->node = s->var;
-      scan_block(I, &s->body);
-      I->node = node;
-    }
-  }
-}
-
 /* ---- which statements are invariant ----------------------------------------------- */
 
 /* Does [e] read only parameters, hoisted buffers, constants and variables
@@ -163,38 +129,10 @@ static void hoist_nodes(Inv *I, IlirBlock *b) {
   }
 }
 
-/* Loads of hoisted buffers at x instead of n * S + x, n the node of the
- * nodes loop around them. */
-static IlirExpr *reindex_expr(Inv *I, IlirExpr *e) {
-  if (!e) return NULL;
-  IlirExpr *a = reindex_expr(I, e->a), *b = reindex_expr(I, e->b), *c = reindex_expr(I, e->c);
-  IlirExpr *lo = reindex_expr(I, e->lo), *hi = reindex_expr(I, e->hi);
-  bool load = e->kind == ILIR_LOAD && I->hoisted[e->buf];
-  if (!load && a == e->a && b == e->b && c == e->c && lo == e->lo && hi == e->hi) return e;
-  IlirExpr *copy = CTX_NEW(I->a, IlirExpr);
-  *copy = *e;
-  copy->a = load ? ilir_subst(I->a, a, I->node, ilir_const_i(I->a, 0)) : a;
-  copy->b = b, copy->c = c, copy->lo = lo, copy->hi = hi;
-  return copy;
-}
-
-static void reindex_block(Inv *I, IlirBlock *b) {
-  for (int i = 0; i < b->n; i++) {
-    IlirStmt *s = b->stmts[i];
-    if (s->kind == ILIR_STORE) {
-      s->index = reindex_expr(I, s->index);
-      s->value = reindex_expr(I, s->value);
-    } else if (s->kind == ILIR_IF) {
-      s->cond = reindex_expr(I, s->cond);
-      reindex_block(I, &s->then), reindex_block(I, &s->els);
-    } else {
-      s->lo = reindex_expr(I, s->lo), s->hi = reindex_expr(I, s->hi);
-      const IlirVar *node = I->node;
-      if (s->loop == ILIR_LOOP_NODES) I->node = s->var;
-      reindex_block(I, &s->body);
-      I->node = node;
-    }
-  }
+/* n * S + x -> x for a load of a hoisted buffer in the nodes loop of n. */
+static IlirExpr *unrowed_index(SchedRewrite *R, IlirExpr *index, int buf) {
+  (void)buf;
+  return ilir_subst(R->a, index, R->node, ilir_const_i(R->a, 0));
 }
 
 void sched_hoist_invariant(CtxArena *a, IlirKernel *k, const bool *only) {
@@ -206,10 +144,11 @@ void sched_hoist_invariant(CtxArena *a, IlirKernel *k, const bool *only) {
   I.hoisted = CTX_NEW_ARRAY(a, bool, k->nbufs);
   for (int b = 0; b < k->nbufs; b++)
     I.rows_only[b] = k->bufs[b].kind == ILIR_BUF_SCRATCH && (!only || only[b]);
-  scan_block(&I, &k->body);
+  sched_keep_node_rows(k, I.rows_only);
   hoist_nodes(&I, &k->body);
   if (!I.prologue.len) return;
-  reindex_block(&I, &k->body);
+  SchedRewrite R = {a, k, I.hoisted, unrowed_index, NULL, NULL};
+  sched_rewrite_accesses(&R, &k->body);
   for (int b = 0; b < k->nbufs; b++)
     if (I.hoisted[b]) k->bufs[b].kind = ILIR_BUF_INVARIANT;
   IlirBlock once = {(IlirStmt **)I.prologue.items, I.prologue.len};
