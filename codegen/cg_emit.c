@@ -492,8 +492,8 @@ static void emit_tile(CgEmit *E, const CgTile *T, LLVMValueRef n0, int nb, LLVMV
  * The epilogues run on each tile of nb rows as soon as it is stored, and on
  * the single rows after their loop (per tile rather than once per block over
  * all the rows: the stored block is then at most nb rows, still in L1, and
- * the elementwise work interleaves with the products; measured 3-8% faster
- * than per block on childsum H=64 and treegru H=512, batch 10). */
+ * the elementwise work interleaves with the products; childsum H=64 B=10
+ * 0.165 ms per block, 0.152 ms per tile, in 11 alternating runs). */
 static void emit_tiled(CgEmit *E, const IlirStmt *s) {
   CgTile T = {s, NULL, NULL, {0}, 0, 0};
   if (!ilir_tiled_parts(E->k, s, &T.outs, &T.store)) {
