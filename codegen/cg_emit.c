@@ -468,11 +468,12 @@ static LLVMValueRef plus(CgEmit *E, LLVMValueRef x, long c) {
 }
 
 /* The tile's epilogue loops (ilir.h) on the block of outputs [i0, i0 +
- * count) of rows [lo, hi), once the block is stored for all of them (it is
- * still in L1): for t { for each epilogue in order { for j2 { its store } } }
- * — a loop per epilogue, innermost, so each vectorizes as it would have in a
- * node loop of its own. Emitted once per block shape, not per row of a tile,
- * to keep the code small. */
+ * count) of rows [lo, hi), right after the tile of those rows is stored (it
+ * is still in L1): for t { for each epilogue in order { for j2 { its store }
+ * } } — a loop per epilogue, innermost, so each vectorizes as it would have
+ * in a node loop of its own; over a tile's nb rows LLVM unrolls the t loop.
+ * Emitted once per tile shape (after the loop of single rows, once for all
+ * of them), not per row, to keep the code small. */
 static void emit_epilogues(CgEmit *E, const CgTile *T, LLVMValueRef lo, LLVMValueRef hi,
                            LLVMValueRef i0, long count) {
   CgLoop Lt, L;
@@ -538,7 +539,12 @@ static void emit_tile(CgEmit *E, const CgTile *T, LLVMValueRef n0, int nb, LLVMV
 /* The tiled product [s] over this thread's share of its nodes: outputs in
  * blocks of iv vectors, then single vectors, then single floats; for each
  * block, nodes nb at a time, then one at a time. The block of P a block of
- * outputs reads (R rows of iv * vl floats) stays in cache across the nodes. */
+ * outputs reads (R rows of iv * vl floats) stays in cache across the nodes.
+ * The epilogues run on each tile of nb rows as soon as it is stored, and on
+ * the single rows after their loop (per tile rather than once per block over
+ * all the rows: the stored block is then at most nb rows, still in L1, and
+ * the elementwise work interleaves with the products; childsum H=64 B=10
+ * 0.165 ms per block, 0.152 ms per tile, in 11 alternating runs). */
 static void emit_tiled(CgEmit *E, const IlirStmt *s) {
   CgTile T = {s, NULL, NULL, {0}, 0, 0};
   if (!ilir_tiled_parts(E->k, s, &T.outs, &T.store)) {
@@ -567,13 +573,15 @@ static void emit_tiled(CgEmit *E, const IlirStmt *s) {
       rest = LLVMBuildAdd(E->b, lo, LLVMBuildMul(E->b, count, const_i64(E, nb), ""), "");
       loop_open(E, &Ln, lo, rest, "n0");
       emit_tile(E, &T, Ln.iv, nb, Li.iv, seg[g].iv, seg[g].vl);
+      if (s->body.n > 1 && !E->failed)
+        emit_epilogues(E, &T, Ln.iv, plus(E, Ln.iv, nb), Li.iv, (long)seg[g].iv * seg[g].vl);
       loop_close_by(E, &Ln, nb);
     }
     loop_open(E, &Lr, rest, hi, "n");
     emit_tile(E, &T, Lr.iv, 1, Li.iv, seg[g].iv, seg[g].vl);
     loop_close(E, &Lr);
     if (s->body.n > 1 && !E->failed)
-      emit_epilogues(E, &T, lo, hi, Li.iv, (long)seg[g].iv * seg[g].vl);
+      emit_epilogues(E, &T, rest, hi, Li.iv, (long)seg[g].iv * seg[g].vl);
     loop_close_by(E, &Li, (long)seg[g].iv * seg[g].vl);
   }
   if (!E->failed) E->vars[s->var->id] = E->vars[T.outs->var->id] = NULL;

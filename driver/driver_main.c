@@ -30,8 +30,9 @@ typedef struct {
   "  --disable=OPT,...  turn optimizations off: concat-split, product-ops,\n"      \
   "                     interchange, specialize-leaf, register-tile,\n"            \
   "                     vector-math, cse, hoist-products, dense-scratch,\n"        \
-  "                     hoist-invariant (for testing; all are on by default)\n"    \
-  "  --enable=OPT,...   turn optional optimizations on: fuse-epilogue\n"
+  "                     hoist-invariant, fuse-epilogue (for testing; all are on\n" \
+  "                     by default)\n"                                             \
+  "  --enable=OPT,...   turn optimizations back on (after --disable)\n"
 
 static const char common_options[] =
     "  --dump=STAGE       print a stage's output: tokens, ast, ra, ilir, llvm (the\n"

@@ -152,8 +152,7 @@ struct IlirStmt {
    * the element of the same t and j2 — the activations after a level's
    * product. It means exactly that loop nest; codegen computes it tile_nodes
    * iterations of t x tile_outs outputs at a time in registers, and runs the
-   * epilogues on each block of outputs as soon as the block is stored for all
-   * of the loop's rows. */
+   * epilogues on each such block of outputs as soon as it is stored. */
   int tile_nodes, tile_outs;
   /* STORE */
   int buf;

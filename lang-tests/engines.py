@@ -28,12 +28,12 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-# Every optimization off in turn (OPT-FLAGS in ra/ra.h), the optional ones on,
-# and one and two threads.
-CONFIGS = [[], ["--threads", "1"], ["--threads", "2"], ["--enable=fuse-epilogue"]] + [
+# Every optimization off in turn (OPT-FLAGS in ra/ra.h), and one and two threads.
+CONFIGS = [[], ["--threads", "1"], ["--threads", "2"]] + [
     ["--disable=" + o] for o in (
         "concat-split", "product-ops", "interchange", "specialize-leaf", "register-tile",
-        "vector-math", "cse", "hoist-products", "dense-scratch", "hoist-invariant")]
+        "vector-math", "cse", "hoist-products", "dense-scratch", "hoist-invariant",
+        "fuse-epilogue")]
 
 
 # Models elsewhere with their schedules: (model, -D flags, gen spec, schedules).

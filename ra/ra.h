@@ -175,9 +175,10 @@ enum {
 };
 
 /* The optimizations that are off unless `--enable=NAME` turns them on: built
- * and tested (the differential tests run with each enabled), but not faster
- * on this project's benchmarks yet (docs/architecture.md). */
-enum { RA_OPT_DEFAULT_OFF = RA_OPT_FUSE_EPILOGUE };
+ * and tested (a differential_jit_with_<NAME> test in lang-tests/CMakeLists.txt
+ * runs with each enabled), but not faster on this project's benchmarks yet
+ * (docs/architecture.md). None at present. */
+enum { RA_OPT_DEFAULT_OFF = 0 };
 
 /* The flag named [name] ("concat-split", "product-ops", "interchange",
  * "specialize-leaf", "register-tile", "vector-math", "cse", "hoist-products",
