@@ -50,12 +50,15 @@ static bool has_suffix(const char *s, const char *suffix) {
   return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-/* A .sched file holds schedule blocks only. */
+/* A .sched file holds schedule blocks only (reported at the first item that
+ * is not one: a model given as a schedule would otherwise err on every line). */
 static void check_sched_file(CtxSession *s, const AstFile *f) {
   for (int i = 0; i < f->nitems; i++) {
     const AstItem *it = f->items[i];
-    if (it->kind != AST_SCHEDULE)
+    if (it->kind != AST_SCHEDULE) {
       ctx_diag_error(&s->diag, it->span, "only schedule blocks may appear in a .sched file");
+      return;
+    }
   }
 }
 

@@ -17,7 +17,8 @@
  *                            register-tile the level products OP is or reads,
  *                            NB nodes x NO outputs
  *   OP: split AXIS by F      ilir_split_loop on OP's loops over AXIS
- *   OP: unroll AXIS [by F]   ilir_unroll_loop (after a split by F: of AXIS.inner)
+ *   OP: unroll AXIS [by F]   ilir_unroll_loop: all iterations when at most F (64
+ *                            without F), else after a split by F, AXIS.inner
  *   OP: reorder A, B         ilir_reorder_loops on OP's nest A { B }
  *   OP: vectorize AXIS       OP's loops over AXIS become vector loops (codegen
  *                            asks LLVM to vectorize them); AXIS.inner of an
@@ -109,20 +110,16 @@ static bool transform(Apply *A, IlirStmt *s, CtxVec *out) {
   case SCHED_SPLIT:
     if (!ilir_split_loop(A->a, A->k, s, A->d->factors[0], &b)) return false;
     break;
-  case SCHED_UNROLL:
-    if (A->d->nfactors) { /* split, then unroll the inner loop */
-      if (!ilir_split_loop(A->a, A->k, s, A->d->factors[0], &b)) return false;
-      if (b.n && b.stmts[0]->var != s->var) {
-        IlirStmt *outer = b.stmts[0];
-        IlirBlock copies;
-        if (!ilir_unroll_loop(A->a, outer->body.stmts[0], A->d->factors[0], &copies))
-          return false;
-        outer->body = copies;
-      }
-    } else if (!ilir_unroll_loop(A->a, s, MAX_UNROLL, &b)) {
-      return false;
-    }
+  case SCHED_UNROLL: {
+    long f = A->d->nfactors ? A->d->factors[0] : MAX_UNROLL;
+    if (ilir_unroll_loop(A->a, s, f, &b)) break; /* at most f iterations: all */
+    if (!A->d->nfactors || !ilir_split_loop(A->a, A->k, s, f, &b)) return false;
+    IlirStmt *outer = b.stmts[0]; /* split, then the inner loop unrolled */
+    IlirBlock copies;
+    if (!ilir_unroll_loop(A->a, outer->body.stmts[0], f, &copies)) return false;
+    outer->body = copies;
     break;
+  }
   case SCHED_REORDER:
     if (!ilir_reorder_loops(A->a, s, &r)) return false;
     b = (IlirBlock){&r, 1};
@@ -187,6 +184,10 @@ static bool loop_directive(CtxArena *a, CtxDiag *diag, IlirKernel *k, const Sche
                    "'%s' cannot %s the node axis: the nodes of a level are the schedule's "
                    "dynamic batch (tile(node, AXIS) groups them in register tiles)",
                    op->name, verbs[d->verb]);
+    return false;
+  }
+  if (d->verb == SCHED_UNROLL && d->nfactors && d->factors[0] > MAX_UNROLL) {
+    ctx_diag_error(diag, d->span, "an unroll factor is at most %d", MAX_UNROLL);
     return false;
   }
   if (d->verb == SCHED_REORDER && (d->naxes != 2 || strcmp(d->axes[1], "node") == 0)) {
