@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 enum { B_LEVELS, B_NUM_DEPS, B_DEP, B_VALUES, B_SCALE, B_RES, NBUFS };
 #define K 2
@@ -146,7 +147,8 @@ static void full_tree(char *text, size_t *at, int depth, int *word) {
 }
 
 /* The same outputs, bit for bit, on 1, 2, 3 and 4 threads (more threads than
- * nodes in the top levels), and back to 1, for every node of uneven trees. */
+ * nodes in the top levels), and back to 1, for every node of uneven trees;
+ * runs back to back and after the team's workers fell asleep. */
 START_TEST(test_threads) {
   CtxrtWeights *w = scale_weights(0.37f);
   CtxrtModel *m;
@@ -172,7 +174,10 @@ START_TEST(test_threads) {
   const int32_t counts[] = {2, 4, 3, 1, 4};
   for (int c = 0; c < 5; c++) {
     ck_assert_int_eq(ctxrt_model_set_threads(m, counts[c], &err), CTXRT_OK);
-    for (int rep = 0; rep < 3; rep++) {
+    for (int rep = 0; rep < 6; rep++) {
+      /* back to back (the workers still polling for the next run) and after
+       * a pause of 2 ms (the workers asleep) */
+      if (rep >= 3) nanosleep(&(struct timespec){0, 2000000}, NULL);
       memset(got, 0, sizeof got);
       ck_assert_int_eq(ctxrt_model_run(m, f, 1, got, &err), CTXRT_OK);
       ck_assert_mem_eq(got, want, (size_t)f->num_nodes * sizeof *got);
