@@ -232,6 +232,8 @@ bool ilir_tiled_parts(const IlirKernel *k, const IlirStmt *s, const IlirStmt **o
 IlirExpr *ilir_subst(CtxArena *a, IlirExpr *e, const IlirVar *v, IlirExpr *by);
 /* A deep copy of [s] (statements and expressions; the same variables). */
 IlirStmt *ilir_clone_stmt(CtxArena *a, const IlirStmt *s);
+/* A deep copy of [s] with [v] replaced by [by] everywhere (ilir_loops.c). */
+IlirStmt *ilir_subst_stmt(CtxArena *a, const IlirStmt *s, const IlirVar *v, IlirExpr *by);
 IlirVar *ilir_new_var(CtxArena *a, IlirKernel *k, const char *name);
 IlirStmt *ilir_loop(CtxArena *a, IlirVar *v, IlirExpr *lo, IlirExpr *hi, IlirLoopKind kind,
                     IlirBlock body);

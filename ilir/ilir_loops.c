@@ -36,16 +36,13 @@ static bool constant_range(const IlirStmt *s, long *lo, long *hi) {
   return true;
 }
 
-/* A copy of [s] with [v] replaced by [by] everywhere. */
-static IlirStmt *subst_stmt(CtxArena *a, const IlirStmt *s, const IlirVar *v, IlirExpr *by);
-
 static IlirBlock subst_block(CtxArena *a, IlirBlock b, const IlirVar *v, IlirExpr *by) {
   IlirBlock c = {CTX_NEW_ARRAY(a, IlirStmt *, b.n > 0 ? b.n : 1), b.n};
-  for (int i = 0; i < b.n; i++) c.stmts[i] = subst_stmt(a, b.stmts[i], v, by);
+  for (int i = 0; i < b.n; i++) c.stmts[i] = ilir_subst_stmt(a, b.stmts[i], v, by);
   return c;
 }
 
-static IlirStmt *subst_stmt(CtxArena *a, const IlirStmt *s, const IlirVar *v, IlirExpr *by) {
+IlirStmt *ilir_subst_stmt(CtxArena *a, const IlirStmt *s, const IlirVar *v, IlirExpr *by) {
   IlirStmt *c = ilir_clone_stmt(a, s);
   c->lo = ilir_subst(a, c->lo, v, by), c->hi = ilir_subst(a, c->hi, v, by);
   c->index = ilir_subst(a, c->index, v, by), c->value = ilir_subst(a, c->value, v, by);
@@ -92,7 +89,7 @@ bool ilir_unroll_loop(CtxArena *a, const IlirStmt *s, long max_copies, IlirBlock
   IlirBlock b = {CTX_NEW_ARRAY(a, IlirStmt *, extent * s->body.n + 1), 0};
   for (long i = lo; i < hi; i++)
     for (int j = 0; j < s->body.n; j++)
-      b.stmts[b.n++] = subst_stmt(a, s->body.stmts[j], s->var, ilir_const_i(a, i));
+      b.stmts[b.n++] = ilir_subst_stmt(a, s->body.stmts[j], s->var, ilir_const_i(a, i));
   *out = b;
   return true;
 }

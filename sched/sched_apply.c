@@ -395,14 +395,20 @@ static bool tile_term(Tiler *T, IlirExpr *t, const IlirVar *n, const IlirVar *i,
 
 /* [s] as a register-tiled node loop over [nodes]' range, or NULL when it is
  * not a sum of products with parameter blocks. */
+/* May a product storing into [buf] be tiled? Always, unless a schedule's
+ * tile directives name operators and [buf] is another operator. */
+static bool tile_allowed(const Tiler *T, int buf) {
+  const bool *only = T->plan->tile_only;
+  return !only || T->k->bufs[buf].kind != ILIR_BUF_SCRATCH || only[buf];
+}
+
 static IlirStmt *tile_product(Tiler *T, const IlirStmt *nodes, const IlirStmt *s) {
   if (s->kind != ILIR_LOOP || s->loop != ILIR_LOOP_SERIAL || s->body.n != 1 ||
       s->lo->kind != ILIR_CONST || s->lo->ival != 0 || s->hi->kind != ILIR_CONST)
     return NULL;
   const IlirStmt *st = s->body.stmts[0];
   if (st->kind != ILIR_STORE || ilir_coef(st->index, s->var) != 1) return NULL;
-  const bool *only = T->plan->tile_only; /* a schedule's tile directives */
-  if (only && T->k->bufs[st->buf].kind == ILIR_BUF_SCRATCH && !only[st->buf]) return NULL;
+  if (!tile_allowed(T, st->buf)) return NULL;
   IlirExpr *terms[16];
   Term parts[16];
   long I = s->hi->ival;
@@ -499,10 +505,7 @@ static void tile_rows(Tiler *T, IlirBlock *b) {
     if (s->loop == ILIR_LOOP_SERIAL && s->lo->kind == ILIR_CONST && s->hi->kind == ILIR_CONST) {
       s->tile_nodes = T->plan->tile_nodes;
       s->tile_outs = T->plan->tile_outs;
-      const bool *only = T->plan->tile_only; /* a schedule's tile directives */
-      if (ilir_tiled_parts(T->k, s, &outs, &store) &&
-          (!only || T->k->bufs[store->buf].kind != ILIR_BUF_SCRATCH || only[store->buf]))
-        continue;
+      if (ilir_tiled_parts(T->k, s, &outs, &store) && tile_allowed(T, store->buf)) continue;
       s->tile_nodes = s->tile_outs = 0;
     }
     tile_rows(T, &s->body);

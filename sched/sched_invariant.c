@@ -42,16 +42,20 @@ typedef struct {
 
 /* ---- which statements are invariant ----------------------------------------------- */
 
+/* [e] at node 0: a row index n * S + x as x. */
+static IlirExpr *no_node(const Inv *I, IlirExpr *e) {
+  return ilir_subst(I->a, e, I->node, ilir_const_i(I->a, 0));
+}
+
 /* Does [e] read only parameters, hoisted buffers, constants and variables
  * other than the node? */
-static bool invariant_expr(const Inv *I, const IlirExpr *e) {
+static bool invariant_expr(const Inv *I, IlirExpr *e) {
   if (!e) return true;
   switch (e->kind) {
   case ILIR_VAR: return e->var != I->node;
   case ILIR_ARG: return false;
   case ILIR_LOAD: /* a hoisted buffer still at n * S + x: x must be invariant */
-    if (I->hoisted[e->buf])
-      return invariant_expr(I, ilir_subst(I->a, e->a, I->node, ilir_const_i(I->a, 0)));
+    if (I->hoisted[e->buf]) return invariant_expr(I, no_node(I, e->a));
     return I->k->bufs[e->buf].kind == ILIR_BUF_PARAM && invariant_expr(I, e->a);
   default: break;
   }
@@ -64,7 +68,7 @@ static bool invariant_expr(const Inv *I, const IlirExpr *e) {
 static int invariant_stmt(const Inv *I, const IlirStmt *s) {
   if (s->kind == ILIR_STORE) {
     bool ok = I->rows_only[s->buf] && invariant_expr(I, s->value) &&
-              invariant_expr(I, ilir_subst(I->a, s->index, I->node, ilir_const_i(I->a, 0)));
+              invariant_expr(I, no_node(I, s->index));
     return ok ? s->buf : -1;
   }
   if (s->kind != ILIR_LOOP || s->loop != ILIR_LOOP_SERIAL || s->tile_nodes ||
@@ -81,21 +85,6 @@ static int invariant_stmt(const Inv *I, const IlirStmt *s) {
 
 /* ---- rewriting ------------------------------------------------------------------ */
 
-/* [s] with the node's row dropped from its accesses (n * S + x -> x; the
- * node appears nowhere else in an invariant statement). */
-static IlirStmt *unrowed(Inv *I, const IlirStmt *s) {
-  IlirStmt *c = CTX_NEW(I->a, IlirStmt);
-  *c = *s;
-  if (s->kind == ILIR_STORE) {
-    c->index = ilir_subst(I->a, s->index, I->node, ilir_const_i(I->a, 0));
-    c->value = ilir_subst(I->a, s->value, I->node, ilir_const_i(I->a, 0));
-    return c;
-  }
-  c->body.stmts = CTX_NEW_ARRAY(I->a, IlirStmt *, s->body.n);
-  for (int i = 0; i < s->body.n; i++) c->body.stmts[i] = unrowed(I, s->body.stmts[i]);
-  return c;
-}
-
 /* Hoists what it can from [b], a block inside the nodes loop of I->node. */
 static void hoist_block(Inv *I, IlirBlock *b) {
   int out = 0;
@@ -105,7 +94,10 @@ static void hoist_block(Inv *I, IlirBlock *b) {
     if (buf >= 0) {
       if (!I->hoisted[buf]) {
         I->hoisted[buf] = true;
-        ctx_vec_push(I->a, &I->prologue, unrowed(I, s));
+        /* its node's row dropped from its accesses (n * S + x -> x; the node
+         * appears nowhere else in an invariant statement) */
+        ctx_vec_push(I->a, &I->prologue,
+                     ilir_subst_stmt(I->a, s, I->node, ilir_const_i(I->a, 0)));
       }
       continue; /* computed in the prologue */
     }

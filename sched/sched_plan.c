@@ -98,7 +98,6 @@ typedef struct {
   const bool *ops;  /* the operator's buffers */
   const char *axis;
   int applied;      /* loops transformed */
-  bool failed;
 } Apply;
 
 /* The directive on loop [s] (over the axis, storing into the operator):
@@ -143,8 +142,7 @@ static void apply_block(Apply *A, IlirBlock *b) {
     bool mine = s->kind == ILIR_LOOP && strcmp(s->var->name, A->axis) == 0 &&
                 stores_into(s, A->ops);
     if (mine && transform(A, s, &out)) continue;
-    /* the first axis of a reorder is the outer loop of the nest */
-    if (s->kind != ILIR_STORE && !mine) {
+    if (s->kind != ILIR_STORE && !mine) { /* a loop over the axis stays whole */
       apply_block(A, &s->body);
       apply_block(A, &s->then);
       apply_block(A, &s->els);
@@ -178,7 +176,7 @@ static bool loop_directive(CtxArena *a, CtxDiag *diag, IlirKernel *k, const Sche
                                       [SCHED_REORDER] = "reorder",
                                       [SCHED_VECTORIZE] = "vectorize"};
   const RaOp *op = d->op;
-  Apply A = {a, k, d, op_set(a, k, NULL, &op, 1), d->axes[0], 0, false};
+  Apply A = {a, k, d, op_set(a, k, NULL, &op, 1), d->axes[0], 0};
   if (strcmp(A.axis, "node") == 0) {
     ctx_diag_error(diag, d->span,
                    "'%s' cannot %s the node axis: the nodes of a level are the schedule's "
@@ -255,27 +253,31 @@ SchedPlan sched_schedule_plan(CtxDiag *diag, const Schedule *s, unsigned disable
       ctx_diag_warning(diag, d->span, "not applied: '%s' is a GPU directive",
                        d->verb == SCHED_CACHE ? "cache" : "bind");
       break;
-    default: break; /* the loop directives: sched_apply_schedule */
+    default: break; /* the loop directives: sched_schedule_loops */
     }
   }
   return plan;
+}
+
+/* [set] (made when NULL) with the buffers of [ops] and those they read. */
+static bool *ops_and_reads(CtxArena *a, const IlirKernel *k, bool *set, const RaOp *const *ops,
+                           int nops) {
+  bool *mine = op_set(a, k, NULL, ops, nops);
+  set = op_set(a, k, set, ops, nops);
+  add_reads(k, &k->body, mine, set);
+  return set;
 }
 
 void sched_schedule_sets(CtxArena *a, const IlirKernel *k, SchedPlan *plan) {
   const Schedule *s = plan->schedule;
   for (int i = 0; i < s->ndirs; i++) {
     const SchedDirective *d = &s->dirs[i];
-    if (d->verb == SCHED_HOIST) { /* the operators and the products they read */
-      bool *mine = op_set(a, k, NULL, d->ops, d->nops);
-      plan->hoist_only = op_set(a, k, plan->hoist_only, d->ops, d->nops);
-      add_reads(k, &k->body, mine, plan->hoist_only);
-    }
-    if (d->verb == SCHED_DENSE) plan->dense_only = op_set(a, k, plan->dense_only, d->ops, d->nops);
-    if (d->verb == SCHED_TILE) {
-      bool *mine = op_set(a, k, NULL, &d->op, 1);
-      plan->tile_only = op_set(a, k, plan->tile_only, &d->op, 1);
-      add_reads(k, &k->body, mine, plan->tile_only);
-    }
+    if (d->verb == SCHED_HOIST)
+      plan->hoist_only = ops_and_reads(a, k, plan->hoist_only, d->ops, d->nops);
+    if (d->verb == SCHED_DENSE)
+      plan->dense_only = op_set(a, k, plan->dense_only, d->ops, d->nops);
+    if (d->verb == SCHED_TILE)
+      plan->tile_only = ops_and_reads(a, k, plan->tile_only, &d->op, 1);
   }
 }
 

@@ -143,7 +143,7 @@ typedef enum { CTX_SEV_ERROR, CTX_SEV_WARNING, CTX_SEV_NOTE } CtxSeverity;
 
 typedef struct {
   CtxSources *srcs;
-  FILE *out;          /* where rendered diagnostics go */
+  FILE *out;          /* where rendered diagnostics go; NULL: nowhere */
   int error_limit;    /* stop reporting after this many errors; 0 = no limit */
   int errors, warnings;
   bool limit_reached; /* set once error_limit errors were reported */
@@ -151,6 +151,8 @@ typedef struct {
   bool suppress_notes; /* notes of a suppressed error are suppressed too */
 } CtxDiag;
 
+/* [out] NULL: diagnostics are counted (errors, warnings, ice, the limit) but
+ * not printed — for fuzz targets and tests that only look at the counts. */
 void ctx_diag_init(CtxDiag *diag, CtxSources *srcs, FILE *out);
 /* Reports an error at [span]. After error_limit errors, one final line says
  * reporting stopped, and later diagnostics are dropped. */

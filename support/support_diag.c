@@ -171,6 +171,9 @@ void ctx_diag_report(CtxDiag *diag, CtxSeverity sev, CtxSpan span, const char *f
   diag->suppress_notes = false;
   if (sev == CTX_SEV_ERROR) diag->errors++;
   if (sev == CTX_SEV_WARNING) diag->warnings++;
+  if (sev == CTX_SEV_ERROR && diag->error_limit > 0 && diag->errors >= diag->error_limit)
+    diag->limit_reached = true;
+  if (!diag->out) return; /* counted, not printed */
   const CtxSource *src = ctx_sources_get(diag->srcs, span.file);
   if (src && span.line > 0)
     fprintf(diag->out, "%s:%d:%d: ", src->name, span.line, span.col);
@@ -182,10 +185,8 @@ void ctx_diag_report(CtxDiag *diag, CtxSeverity sev, CtxSpan span, const char *f
   vfprintf(diag->out, fmt, ap);
   fputc('\n', diag->out);
   if (src && span.line > 0) render_source(diag, span);
-  if (sev == CTX_SEV_ERROR && diag->error_limit > 0 && diag->errors >= diag->error_limit) {
-    diag->limit_reached = true;
+  if (diag->limit_reached)
     fprintf(diag->out, "ctx: error: too many errors (%d), stopping now\n", diag->errors);
-  }
 }
 
 void ctx_diag_error(CtxDiag *diag, CtxSpan span, const char *fmt, ...) {
@@ -214,8 +215,10 @@ void ctx_diag_ice(CtxDiag *diag, const char *cfile, int cline, const char *fmt, 
   va_start(ap, fmt);
   diag->ice = true;
   diag->errors++;
-  fprintf(diag->out, "ctx: internal compiler error: ");
-  vfprintf(diag->out, fmt, ap);
-  fprintf(diag->out, " (at %s:%d)\n", cfile, cline);
+  if (diag->out) {
+    fprintf(diag->out, "ctx: internal compiler error: ");
+    vfprintf(diag->out, fmt, ap);
+    fprintf(diag->out, " (at %s:%d)\n", cfile, cline);
+  }
   va_end(ap);
 }

@@ -18,22 +18,19 @@ typedef struct {
   IlirKernel *k;
   CtxSources srcs;
   CtxDiag diag;
-  FILE *sink;
 } T;
 
 static void t_init(T *t, const char *name) {
   memset(t, 0, sizeof *t);
   t->a = ctx_arena_new();
   ctx_sources_init(&t->srcs);
-  t->sink = fopen("/dev/null", "w");
-  ctx_diag_init(&t->diag, &t->srcs, t->sink);
+  ctx_diag_init(&t->diag, &t->srcs, NULL);
   t->k = CTX_NEW(t->a, IlirKernel);
   t->k->name = name;
   t->k->bufs = CTX_NEW_ARRAY(t->a, IlirBuf, 16);
 }
 
 static void t_done(T *t) {
-  fclose(t->sink);
   ctx_sources_free(&t->srcs);
   ctx_arena_free(t->a);
 }

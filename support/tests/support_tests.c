@@ -179,6 +179,26 @@ START_TEST(diag_ice_and_nofile) {
 }
 END_TEST
 
+/* Without an output, diagnostics are counted and nothing is printed. */
+START_TEST(diag_counts_only) {
+  CtxSources srcs;
+  ctx_sources_init(&srcs);
+  int id = ctx_sources_add(&srcs, "f", "x\n", 2);
+  CtxDiag d;
+  ctx_diag_init(&d, &srcs, NULL);
+  d.error_limit = 2;
+  CtxSpan sp = {id, 1, 1, 1, 2};
+  ctx_diag_warning(&d, sp, "w");
+  for (int i = 0; i < 3; i++) ctx_diag_error(&d, sp, "e%d", i);
+  ck_assert_int_eq(d.warnings, 1);
+  ck_assert_int_eq(d.errors, 2);
+  ck_assert(ctx_diag_should_stop(&d));
+  CTX_ICE(&d, "bad %s", "state");
+  ck_assert(d.ice);
+  ctx_sources_free(&srcs);
+}
+END_TEST
+
 START_TEST(sources_lines) {
   CtxSources srcs;
   ctx_sources_init(&srcs);
@@ -212,6 +232,7 @@ static Suite *support_suite(void) {
   tcase_add_test(tc, diag_long_line_window);
   tcase_add_test(tc, diag_limit_and_notes);
   tcase_add_test(tc, diag_ice_and_nofile);
+  tcase_add_test(tc, diag_counts_only);
   tcase_add_test(tc, sources_lines);
   suite_add_tcase(s, tc);
   return s;
