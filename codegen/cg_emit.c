@@ -489,42 +489,112 @@ static void emit_epilogues(CgEmit *E, const CgTile *T, LLVMValueRef lo, LLVMValu
   loop_close(E, &Lt);
 }
 
+/* Is [e] exactly `r * cols + j` — how the tiler reads a PACKED copy
+ * (sched_apply.c tile_product)? */
+static bool packed_row_form(const IlirExpr *e, const IlirVar *r, const IlirVar *j, long cols) {
+  return e->kind == ILIR_BINARY && e->op == ILIR_ADD && e->a->kind == ILIR_BINARY &&
+         e->a->op == ILIR_MUL && e->a->a->kind == ILIR_VAR && e->a->a->var == r &&
+         e->a->b->kind == ILIR_CONST && e->a->b->ival == cols && e->b->kind == ILIR_VAR &&
+         e->b->var == j;
+}
+
+/* A PACKED buffer's panel width as stored (ilir.h): its cols when 0 or wider. */
+static long pack_panel(const IlirPack *pk) {
+  return pk->panel > 0 && pk->panel < pk->cols ? pk->panel : pk->cols;
+}
+
+/* Where a term of a tile reads y for the block of outputs from i0. A PACKED
+ * copy (ilir.h, PACKED-PANELS) is read at base + r * step: base the block's
+ * place in its panel, step the panel's width (the last panel may be
+ * narrower) — one contiguous stream over r. Any other y (a node's matrix) is
+ * read at its own index, base NULL. */
+typedef struct {
+  LLVMValueRef base, step;
+} CgStream;
+
+static CgStream tile_stream(CgEmit *E, const CgTile *T, const IlirExpr *red, LLVMValueRef i0) {
+  const IlirExpr *p = red->a->b;
+  CgStream st = {NULL, NULL};
+  if (E->k->bufs[p->buf].kind != ILIR_BUF_PACKED) return st;
+  const IlirPack *pk = &E->k->bufs[p->buf].pack;
+  long panel = pack_panel(pk), tail = pk->cols % panel;
+  if (!packed_row_form(p->a, red->var, T->outs->var, pk->cols)) {
+    fail(E, E->i64, "packed weights read at an unknown index, buffer", p->buf);
+    return st;
+  }
+  /* blocks never straddle a panel (emit_tiled), so i0's panel is the block's */
+  LLVMValueRef p0 = LLVMBuildMul(E->b, LLVMBuildSDiv(E->b, i0, const_i64(E, panel), ""),
+                                 const_i64(E, panel), "panel");
+  st.base = LLVMBuildAdd(E->b, LLVMBuildMul(E->b, p0, const_i64(E, pk->rows), ""),
+                         LLVMBuildSub(E->b, i0, p0, ""), "");
+  st.step = const_i64(E, panel);
+  if (tail) {
+    LLVMValueRef last = LLVMBuildICmp(E->b, LLVMIntSGE, p0, const_i64(E, pk->cols - tail), "");
+    st.step = LLVMBuildSelect(E->b, last, const_i64(E, tail), st.step, "step");
+  }
+  return st;
+}
+
+/* One step r of a term: iv vector loads of y's row feed nb * iv
+ * multiply-adds into [acc], with x(n0 + b, r) for each of the nb rows. */
+static void tile_step(CgEmit *E, const CgTile *T, const IlirExpr *red, CgStream st,
+                      LLVMValueRef r, LLVMValueRef n0, int nb, LLVMValueRef i0, int iv, int vl,
+                      LLVMValueRef *acc) {
+  const IlirExpr *x = red->a->a, *p = red->a->b;
+  LLVMTypeRef vt = vec_type(E, vl);
+  LLVMValueRef w[MAX_ACC];
+  if (!bind_var(E, red->var, r) || !bind_var(E, T->outs->var, i0)) return;
+  LLVMValueRef row = st.base ? LLVMBuildAdd(E->b, st.base, LLVMBuildMul(E->b, r, st.step, ""), "")
+                             : emit_expr(E, p->a);
+  for (int v = 0; v < iv; v++) {
+    w[v] = LLVMBuildLoad2(E->b, vt, elem_ptr(E, p->buf, plus(E, row, (long)v * vl)), "w");
+    LLVMSetAlignment(w[v], 4);
+  }
+  for (int b = 0; b < nb; b++) {
+    if (!bind_var(E, T->nodes->var, plus(E, n0, b))) return;
+    LLVMValueRef xb = splat(E, emit_expr(E, x), vl);
+    for (int v = 0; v < iv; v++) acc[b * iv + v] = fmuladd(E, xb, w[v], acc[b * iv + v], vl);
+  }
+  E->vars[red->var->id] = NULL;
+}
+
+/* The sums over r of one term into [acc] (nb * iv accumulators, each one
+ * chain of multiply-adds over r, so every row sums in the same order
+ * whatever the tile's shape: results do not depend on the thread count).
+ * Cutting a single row's r range in halves with separate accumulators, to
+ * cover the FMA latency, measured no faster (seqlstm H=256 B=1 1.06 vs
+ * 1.08 ms, treefc H=256 B=1 0.037 vs 0.034 ms): those rows wait on their
+ * weights' stream, not on the FMAs. */
+static void tile_term(CgEmit *E, const CgTile *T, const IlirExpr *red, LLVMValueRef n0, int nb,
+                      LLVMValueRef i0, int iv, int vl, LLVMValueRef *acc) {
+  int na = nb * iv;
+  LLVMValueRef phi[MAX_ACC], next[MAX_ACC];
+  CgStream st = tile_stream(E, T, red, i0);
+  if (E->failed) return;
+  CgLoop L;
+  loop_open(E, &L, const_i64(E, 0), const_i64(E, red->hi->ival), "r");
+  LLVMPositionBuilderBefore(E->b, LLVMGetNextInstruction(L.iv));
+  for (int a = 0; a < na; a++) phi[a] = next[a] = LLVMBuildPhi(E->b, vec_type(E, vl), "acc");
+  LLVMPositionBuilderAtEnd(E->b, L.body);
+  tile_step(E, T, red, st, L.iv, n0, nb, i0, iv, vl, next);
+  LLVMBasicBlockRef end = loop_close(E, &L);
+  for (int a = 0; a < na; a++) {
+    LLVMValueRef vals[2] = {acc[a], next[a]};
+    LLVMBasicBlockRef from[2] = {L.pre, end};
+    LLVMAddIncoming(phi[a], vals, from, 2);
+    acc[a] = phi[a];
+  }
+}
+
 /* One tile: rows t in [n0, n0 + nb) x outputs [i0, i0 + iv * vl), summed in
- * nb * iv accumulators of vl floats, then stored. Per r, iv vector loads of
- * y's row and nb values x(t, r) feed nb * iv multiply-adds. */
+ * nb * iv accumulators of vl floats, then stored. */
 static void emit_tile(CgEmit *E, const CgTile *T, LLVMValueRef n0, int nb, LLVMValueRef i0,
                       int iv, int vl) {
-  LLVMTypeRef vt = vec_type(E, vl);
-  LLVMValueRef acc[MAX_ACC], phi[MAX_ACC], next[MAX_ACC], w[MAX_ACC];
+  LLVMValueRef acc[MAX_ACC];
   int na = nb * iv;
-  for (int a = 0; a < na; a++) acc[a] = LLVMConstNull(vt);
-  for (int t = 0; t < T->nterms && !E->failed; t++) {
-    const IlirExpr *red = T->terms[t], *x = red->a->a, *p = red->a->b;
-    CgLoop L;
-    loop_open(E, &L, const_i64(E, 0), const_i64(E, red->hi->ival), "r");
-    LLVMPositionBuilderBefore(E->b, LLVMGetNextInstruction(L.iv));
-    for (int a = 0; a < na; a++) phi[a] = LLVMBuildPhi(E->b, vt, "acc");
-    LLVMPositionBuilderAtEnd(E->b, L.body);
-    if (!bind_var(E, red->var, L.iv) || !bind_var(E, T->outs->var, i0)) return;
-    LLVMValueRef row = emit_expr(E, p->a); /* y's index at r, outputs from i0 */
-    for (int v = 0; v < iv; v++) {
-      w[v] = LLVMBuildLoad2(E->b, vt, elem_ptr(E, p->buf, plus(E, row, (long)v * vl)), "w");
-      LLVMSetAlignment(w[v], 4);
-    }
-    for (int b = 0; b < nb; b++) {
-      if (!bind_var(E, T->nodes->var, plus(E, n0, b))) return;
-      LLVMValueRef xb = splat(E, emit_expr(E, x), vl);
-      for (int v = 0; v < iv; v++) next[b * iv + v] = fmuladd(E, xb, w[v], phi[b * iv + v], vl);
-    }
-    LLVMBasicBlockRef end = loop_close(E, &L);
-    E->vars[red->var->id] = NULL;
-    for (int a = 0; a < na; a++) {
-      LLVMValueRef vals[2] = {acc[a], next[a]};
-      LLVMBasicBlockRef from[2] = {L.pre, end};
-      LLVMAddIncoming(phi[a], vals, from, 2);
-      acc[a] = phi[a];
-    }
-  }
+  for (int a = 0; a < na; a++) acc[a] = LLVMConstNull(vec_type(E, vl));
+  for (int t = 0; t < T->nterms && !E->failed; t++)
+    tile_term(E, T, T->terms[t], n0, nb, i0, iv, vl, acc);
   for (int b = 0; b < nb && !E->failed; b++) {
     bind_var(E, T->nodes->var, plus(E, n0, b));
     for (int v = 0; v < iv && !E->failed; v++) {
@@ -536,15 +606,52 @@ static void emit_tile(CgEmit *E, const CgTile *T, LLVMValueRef n0, int nb, LLVMV
   }
 }
 
+/* The vectors per block of outputs: at most the schedule's tile_outs, what
+ * the registers hold (nb * iv accumulators, iv weights, x and one spare),
+ * and a divisor of every PACKED panel the tile reads so that no block
+ * straddles two panels. */
+static int tile_vectors(const CgEmit *E, const CgTile *T, int nb, int vl, int want) {
+  int iv = want / vl > 0 ? want / vl : 1;
+  for (; iv > 1; iv--) {
+    bool fits = nb * iv + iv + 2 <= E->vec_regs && nb * iv <= MAX_ACC;
+    for (int t = 0; t < T->nterms && fits; t++) {
+      const IlirBuf *y = &E->k->bufs[T->terms[t]->a->b->buf];
+      long panel = y->kind == ILIR_BUF_PACKED ? pack_panel(&y->pack) : 0;
+      fits = !panel || panel == y->pack.cols || panel % ((long)iv * vl) == 0;
+    }
+    if (fits) break;
+  }
+  return iv;
+}
+
+/* The rows [rest, hi) left after the tiles of nb rows — fewer than nb — as
+ * one tile of exactly that many rows: a level of 2 or 3 nodes still reads
+ * each weight once for all of them (a switch on the count, a tile shape per
+ * case). */
+static void emit_rest(CgEmit *E, const CgTile *T, LLVMValueRef rest, LLVMValueRef hi, int nb,
+                      LLVMValueRef i0, int iv, int vl) {
+  LLVMBasicBlockRef done = new_block(E, "rest.done");
+  LLVMValueRef q = LLVMBuildSub(E->b, hi, rest, "");
+  LLVMValueRef sw = LLVMBuildSwitch(E->b, q, done, (unsigned)nb - 1);
+  for (int c = 1; c < nb && !E->failed; c++) {
+    LLVMBasicBlockRef bb = new_block(E, "rest");
+    LLVMAddCase(sw, const_i64(E, c), bb);
+    LLVMPositionBuilderAtEnd(E->b, bb);
+    emit_tile(E, T, rest, c, i0, iv, vl);
+    LLVMBuildBr(E->b, done);
+  }
+  LLVMPositionBuilderAtEnd(E->b, done);
+}
+
 /* The tiled product [s] over this thread's share of its nodes: outputs in
  * blocks of iv vectors, then single vectors, then single floats; for each
- * block, nodes nb at a time, then one at a time. The block of P a block of
- * outputs reads (R rows of iv * vl floats) stays in cache across the nodes.
- * The epilogues run on each tile of nb rows as soon as it is stored, and on
- * the single rows after their loop (per tile rather than once per block over
- * all the rows: the stored block is then at most nb rows, still in L1, and
- * the elementwise work interleaves with the products; childsum H=64 B=10
- * 0.165 ms per block, 0.152 ms per tile, in 11 alternating runs). */
+ * block, nodes nb at a time, then the rest as one tile. The block of P a
+ * block of outputs reads (R rows of iv * vl floats) stays in cache across
+ * the nodes. The epilogues run on each tile of nb rows as soon as it is
+ * stored, and on the rest after it (per tile rather than once per block
+ * over all the rows: the stored block is then at most nb rows, still in L1,
+ * and the elementwise work interleaves with the products; childsum H=64
+ * B=10 0.165 ms per block, 0.152 ms per tile, in 11 alternating runs). */
 static void emit_tiled(CgEmit *E, const IlirStmt *s) {
   CgTile T = {s, NULL, NULL, {0}, 0, 0};
   if (!ilir_tiled_parts(E->k, s, &T.outs, &T.store)) {
@@ -556,33 +663,24 @@ static void emit_tiled(CgEmit *E, const IlirStmt *s) {
   LLVMValueRef lo = emit_expr(E, s->lo), hi = emit_expr(E, s->hi);
   if (s->loop == ILIR_LOOP_NODES) thread_share(E, &lo, &hi);
   int vl = E->vec_floats, nb = s->tile_nodes < 8 ? s->tile_nodes : 8;
-  int iv = s->tile_outs / vl;
-  while (iv > 1 && (nb * iv + iv + 2 > E->vec_regs || nb * iv > MAX_ACC)) iv--;
-  if (iv < 1) iv = 1;
+  int iv = tile_vectors(E, &T, nb, vl, s->tile_outs);
   long full = T.I - T.I % ((long)iv * vl), vec = T.I - T.I % vl;
   const struct { long from, to; int iv, vl; } seg[3] = {
       {0, full, iv, vl}, {full, vec, 1, vl}, {vec, T.I, 1, 1}};
   for (int g = 0; g < 3 && !E->failed; g++) {
     if (seg[g].from >= seg[g].to) continue;
-    CgLoop Li, Ln, Lr;
+    long width = (long)seg[g].iv * seg[g].vl;
+    CgLoop Li, Ln;
     loop_open(E, &Li, const_i64(E, seg[g].from), const_i64(E, seg[g].to), "i0");
-    LLVMValueRef rest = lo;
-    if (nb > 1) {
-      LLVMValueRef count = LLVMBuildSDiv(E->b, LLVMBuildSub(E->b, hi, lo, ""),
-                                         const_i64(E, nb), "");
-      rest = LLVMBuildAdd(E->b, lo, LLVMBuildMul(E->b, count, const_i64(E, nb), ""), "");
-      loop_open(E, &Ln, lo, rest, "n0");
-      emit_tile(E, &T, Ln.iv, nb, Li.iv, seg[g].iv, seg[g].vl);
-      if (s->body.n > 1 && !E->failed)
-        emit_epilogues(E, &T, Ln.iv, plus(E, Ln.iv, nb), Li.iv, (long)seg[g].iv * seg[g].vl);
-      loop_close_by(E, &Ln, nb);
-    }
-    loop_open(E, &Lr, rest, hi, "n");
-    emit_tile(E, &T, Lr.iv, 1, Li.iv, seg[g].iv, seg[g].vl);
-    loop_close(E, &Lr);
-    if (s->body.n > 1 && !E->failed)
-      emit_epilogues(E, &T, rest, hi, Li.iv, (long)seg[g].iv * seg[g].vl);
-    loop_close_by(E, &Li, (long)seg[g].iv * seg[g].vl);
+    LLVMValueRef count = LLVMBuildSDiv(E->b, LLVMBuildSub(E->b, hi, lo, ""), const_i64(E, nb), "");
+    LLVMValueRef rest = LLVMBuildAdd(E->b, lo, LLVMBuildMul(E->b, count, const_i64(E, nb), ""), "");
+    loop_open(E, &Ln, lo, rest, "n0");
+    emit_tile(E, &T, Ln.iv, nb, Li.iv, seg[g].iv, seg[g].vl);
+    if (s->body.n > 1 && !E->failed) emit_epilogues(E, &T, Ln.iv, plus(E, Ln.iv, nb), Li.iv, width);
+    loop_close_by(E, &Ln, nb);
+    if (nb > 1 && !E->failed) emit_rest(E, &T, rest, hi, nb, Li.iv, seg[g].iv, seg[g].vl);
+    if (s->body.n > 1 && !E->failed) emit_epilogues(E, &T, rest, hi, Li.iv, width);
+    loop_close_by(E, &Li, width);
   }
   if (!E->failed) E->vars[s->var->id] = E->vars[T.outs->var->id] = NULL;
 }

@@ -270,12 +270,12 @@ static void model_tables(CtxBuf *c, const CtxBuild *b) {
   const char *n = b->name;
   ctx_buf_printf(c, "static const CtxrtModelBuf %s_bufs[] = {\n", n);
   for (int32_t i = 0; i < d->num_bufs; i++)
-    ctx_buf_printf(c, "  {%d, %lld, %d, %lld, %lld, %lld, %lld}, /* %s */\n",
+    ctx_buf_printf(c, "  {%d, %lld, %d, %lld, %lld, %lld, %lld, %lld}, /* %s */\n",
                    (int)d->bufs[i].kind, (long long)d->bufs[i].size, (int)d->bufs[i].param,
                    (long long)d->bufs[i].off, (long long)d->bufs[i].stride,
                    (long long)d->bufs[i].rows, (long long)d->bufs[i].cols,
-                   b->k->bufs[i].name);
-  ctx_buf_printf(c, "  {0, 0, -1, 0, 0, 0, 0}\n};\n\nstatic const CtxrtParam %s_params[] = {\n", n);
+                   (long long)d->bufs[i].panel, b->k->bufs[i].name);
+  ctx_buf_printf(c, "  {0, 0, -1, 0, 0, 0, 0, 0}\n};\n\nstatic const CtxrtParam %s_params[] = {\n", n);
   for (int32_t i = 0; i < d->num_params; i++) {
     ctx_buf_printf(c, "  {\"%s\", %d, {", d->params[i].name, (int)d->params[i].ndim);
     for (int32_t k = 0; k < d->params[i].ndim; k++)

@@ -85,6 +85,7 @@ void ctx_model_desc_init(CtxModelDesc *m, const RaProgram *p, const IlirKernel *
       m->bufs[b].stride = k->bufs[b].pack.stride;
       m->bufs[b].rows = k->bufs[b].pack.rows;
       m->bufs[b].cols = k->bufs[b].pack.cols;
+      m->bufs[b].panel = k->bufs[b].pack.panel;
     }
   }
   m->bound = ctx_input_spec(p, &m->desc.spec);

@@ -43,13 +43,25 @@ typedef enum {
                          node, computed once per run before the levels */
 } IlirBufKind;
 
-/* A PACKED buffer's layout: packed[r * cols + c] = param[off + c * stride + r]
- * for c in [0, cols), r in [0, rows) — the columns of a matrix product's
- * weight block made rows, so that a register tile reads a row of outputs'
- * weights with one vector load. */
+/* A PACKED buffer holds element (r, c) = param[off + c * stride + r] for c in
+ * [0, cols), r in [0, rows) — the columns of a matrix product's weight block
+ * made rows, so that a register tile reads a row of outputs' weights with one
+ * vector load. ILIR indexes it logically, P[r * cols + c]. In memory the
+ * columns are cut into panels of [panel] (0: one panel of all cols), each
+ * panel stored row by row: (r, c) lives at
+ *
+ *   (c / panel) * panel * rows + r * w + c % panel,  w = min(panel, cols - c / panel * panel)
+ *
+ * so a tile of outputs inside one panel reads its weights as one contiguous
+ * stream over r (the hardware prefetchers follow it; a stride of cols floats
+ * per r does not, and a matrix-vector product ran at half the speed).
+ * grep: PACKED-PANELS (runtime/ctxrt_model.c packs the same layout). */
 typedef struct {
-  long off, stride, rows, cols;
+  long off, stride, rows, cols, panel;
 } IlirPack;
+
+/* Where (r, c) of [pack] lives in its buffer (the layout above). */
+long ilir_pack_at(const IlirPack *pack, long r, long c);
 
 typedef struct {
   const char *name;

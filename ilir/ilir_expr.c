@@ -330,3 +330,9 @@ bool ilir_tiled_parts(const IlirKernel *k, const IlirStmt *s, const IlirStmt **o
   *store = st;
   return true;
 }
+
+long ilir_pack_at(const IlirPack *pack, long r, long c) {
+  long panel = pack->panel > 0 && pack->panel < pack->cols ? pack->panel : pack->cols;
+  long p0 = c / panel * panel, w = pack->cols - p0 < panel ? pack->cols - p0 : panel;
+  return p0 * pack->rows + r * w + (c - p0);
+}

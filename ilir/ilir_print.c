@@ -134,10 +134,13 @@ void ilir_print(CtxBuf *out, const IlirKernel *k) {
                        : per_node                            ? "nodes x "
                                                              : "";
     ctx_buf_printf(out, "  buf %d %s: %s[%s%ld]", i, b->name, buf_kinds[b->kind], rows, b->size);
-    if (b->kind == ILIR_BUF_PACKED)
+    if (b->kind == ILIR_BUF_PACKED) {
       ctx_buf_printf(out, " = %s[%ld + c * %ld + r] at [r * %ld + c], r < %ld",
                      param_name(k, b->index), b->pack.off, b->pack.stride, b->pack.cols,
                      b->pack.rows);
+      if (b->pack.panel > 0 && b->pack.panel < b->pack.cols)
+        ctx_buf_printf(out, ", in panels of %ld", b->pack.panel);
+    }
     ctx_buf_putc(out, '\n');
   }
   ctx_buf_printf(out, "  output: %s[n * %ld + %ld ...], %ld values\n",

@@ -566,8 +566,11 @@ typedef enum CtxrtBufKind {
   CTXRT_BUF_NUM_DEPS = 6, /* i32[num_nodes] */
   CTXRT_BUF_LEVELS = 7,   /* i32[num_levels + 1] */
   CTXRT_BUF_PACKED = 8,   /* f32[rows * cols]: a block of parameter [param],
-                             transposed when the model is created: packed[r * cols
-                             + c] = param[off + c * stride + r] */
+                             transposed when the model is created: element (r, c)
+                             = param[off + c * stride + r], stored in panels of
+                             [panel] columns, each row by row: at (c / panel) *
+                             panel * rows + r * w + c % panel, w the panel's
+                             width (panel 0: one panel) */
   CTXRT_BUF_LEVEL_SCRATCH = 9, /* f32[(widest level + 1) * size]: rows for the
                                   nodes of one level */
   CTXRT_BUF_INVARIANT = 10,    /* f32[size]: a value the same at every node, which
@@ -578,7 +581,7 @@ typedef struct CtxrtModelBuf {
   int32_t kind;  /* a CtxrtBufKind */
   int64_t size;  /* floats per node (RESULT, SCRATCH), in all (PARAM, PACKED) */
   int32_t param; /* PARAM, PACKED: the index into the descriptor's params */
-  int64_t off, stride, rows, cols; /* PACKED: the block (CTXRT_BUF_PACKED) */
+  int64_t off, stride, rows, cols, panel; /* PACKED: the block (CTXRT_BUF_PACKED) */
 } CtxrtModelBuf;
 
 typedef struct CtxrtModelDesc {

@@ -37,20 +37,23 @@ struct CtxrtModel {
   int32_t team_want;    /* the count [team] was created for */
 };
 
-/* [b]'s block of [t] transposed (CTXRT_BUF_PACKED) into a new array; NULL
- * when out of memory. */
+/* [b]'s block of [t] transposed into panels (CTXRT_BUF_PACKED) in a new
+ * array; NULL when out of memory. grep: PACKED-PANELS (ilir/ilir.h). */
 static float *pack(const CtxrtModelBuf *b, const CtxrtTensor *t) {
   float *p = malloc((size_t)(b->rows * b->cols + 1) * sizeof *p);
   if (!p) return NULL;
-  for (int64_t c = 0; c < b->cols; c++)
-    for (int64_t r = 0; r < b->rows; r++)
-      p[r * b->cols + c] = t->data[b->off + c * b->stride + r];
+  int64_t panel = b->panel > 0 && b->panel < b->cols ? b->panel : b->cols;
+  for (int64_t c = 0; c < b->cols; c++) {
+    int64_t p0 = c / panel * panel, w = b->cols - p0 < panel ? b->cols - p0 : panel;
+    float *col = p + p0 * b->rows + (c - p0);
+    for (int64_t r = 0; r < b->rows; r++) col[r * w] = t->data[b->off + c * b->stride + r];
+  }
   return p;
 }
 
 /* Does [b]'s block lie inside a parameter of [numel] floats? */
 static bool pack_fits(const CtxrtModelBuf *b, int64_t numel) {
-  if (b->rows <= 0 || b->cols <= 0 || b->off < 0 || b->stride < 0 ||
+  if (b->rows <= 0 || b->cols <= 0 || b->off < 0 || b->stride < 0 || b->panel < 0 ||
       b->size != b->rows * b->cols)
     return false;
   return b->off + (b->cols - 1) * b->stride + b->rows <= numel;

@@ -212,7 +212,7 @@ static IlirExpr *hoist_expr(Hoister *H, IlirExpr *e) {
         if (w->kind != ILIR_LOAD || H->k->bufs[w->buf].kind != ILIR_BUF_PARAM ||
             x->kind != ILIR_LOAD || H->k->bufs[x->buf].kind != ILIR_BUF_RESULT)
           continue;
-        Hoisted h = {w->buf, x->buf, -1, {0, 0, e->hi->ival, 0}, 0, 0};
+        Hoisted h = {w->buf, x->buf, -1, {0, 0, e->hi->ival, 0, 0}, 0, 0};
         IlirExpr *dep;
         if (!result_row(H, x->a, e->var, &h.row, &h.off, &dep)) continue;
         /* W[c + i * s + r]: exactly one enclosing output loop variable i */
@@ -364,6 +364,14 @@ static int packed_buffer(Tiler *T, int param, IlirPack pk) {
   return k->nbufs++;
 }
 
+/* The panel width of the PACKED copies a tile reads (ilir.h): its block of
+ * outputs, rounded up to a multiple of 16 floats so that every host's vector
+ * (4, 8 or 16 floats) divides it and no vector load straddles two panels. */
+static long panel_width(const SchedPlan *plan) {
+  long w = plan->tile_outs > 0 ? plan->tile_outs : 64;
+  return (w + 15) / 16 * 16;
+}
+
 /* One term of a tileable product: sum(r in [0, R)) x * W[...]. */
 typedef struct {
   IlirExpr *reduce, *x;
@@ -387,7 +395,7 @@ static bool tile_term(Tiler *T, IlirExpr *t, const IlirVar *n, const IlirVar *i,
     if (ilir_uses(x, i) || ilir_reads(x, out) || ilir_uses(w->a, n) ||
         ilir_coef(w->a, t->var) != 1 || stride < 0 || !offset_of(w->a, i, t->var, &off))
       continue;
-    *term = (Term){t, x, w->buf, {off, stride, t->hi->ival, I}};
+    *term = (Term){t, x, w->buf, {off, stride, t->hi->ival, I, panel_width(T->plan)}};
     return true;
   }
   return false;

@@ -319,11 +319,11 @@ enum { TI = 83, TR = 37 }; /* outputs (blocks, one vector, 3 floats), reductions
 
 /* out[n, i] = sum(r) x[n, r] * P[r * TI + i] + sum(r) y[n, r] * P[r * TI + i] over
  * nodes [0, num_nodes), tiled 4 nodes x 64 outputs, with the epilogue
- * act[n, i] = tanh(out[n, i]) * 0.5. */
-static void tiled_kernel(T *t) {
+ * act[n, i] = tanh(out[n, i]) * 0.5; P stored in panels of [panel] columns. */
+static void tiled_kernel(T *t, long panel) {
   int x = buf(t, "x", ILIR_BUF_SCRATCH, TR), y = buf(t, "y", ILIR_BUF_SCRATCH, TR);
   int pk = buf(t, "W.packed", ILIR_BUF_PACKED, TR * TI);
-  t->k->bufs[pk].pack = (IlirPack){0, TR, TR, TI};
+  t->k->bufs[pk].pack = (IlirPack){0, TR, TR, TI, panel};
   int out = buf(t, "out", ILIR_BUF_RESULT, TI), act = buf(t, "act", ILIR_BUF_RESULT, TI);
   IlirVar *n = var(t, "n"), *i = var(t, "i"), *r = var(t, "r"), *r2 = var(t, "r2");
   IlirVar *i2 = var(t, "i2");
@@ -350,40 +350,48 @@ static void tiled_kernel(T *t) {
 }
 
 START_TEST(register_tile) {
-  T t;
-  t_init(&t, "ctx_tiled_kernel");
-  tiled_kernel(&t);
-  CgJit *jit;
-  CgKernelFn fn = compile(&t, &jit);
-  static float x[(NN + 1) * TR], y[(NN + 1) * TR], w[TI * TR], pk[TR * TI];
-  static float res[(NN + 1) * TI], act[(NN + 1) * TI];
-  for (int k = 0; k < (NN + 1) * TR; k++) {
-    x[k] = (float)((k * 37) % 101) / 50.0f - 1.0f;
-    y[k] = (float)((k * 53) % 89) / 45.0f - 1.0f;
-  }
-  for (int i = 0; i < TI; i++)
-    for (int r = 0; r < TR; r++) {
-      w[i * TR + r] = (float)((i * 31 + r * 17) % 97) / 48.0f - 1.0f;
-      pk[r * TI + i] = w[i * TR + r];
+  /* one panel; panels of 32 (the last one 19 wide); panels of one vector */
+  static const long panels[] = {0, 32, 16};
+  for (size_t pi = 0; pi < sizeof panels / sizeof panels[0]; pi++) {
+    T t;
+    t_init(&t, "ctx_tiled_kernel");
+    tiled_kernel(&t, panels[pi]);
+    CgJit *jit;
+    CgKernelFn fn = compile(&t, &jit);
+    static float x[(NN + 1) * TR], y[(NN + 1) * TR], w[TI * TR], pk[TR * TI];
+    static float res[(NN + 1) * TI], act[(NN + 1) * TI];
+    for (int k = 0; k < (NN + 1) * TR; k++) {
+      x[k] = (float)((k * 37) % 101) / 50.0f - 1.0f;
+      y[k] = (float)((k * 53) % 89) / 45.0f - 1.0f;
     }
-  void *bufs[] = {x, y, pk, res, act};
-  for (int nt = 1; nt <= 3; nt++) {
-    memset(res, 0, sizeof res);
-    memset(act, 0, sizeof act);
-    run_team(fn, bufs, nt);
-    for (int n = 0; n < NN; n++)
-      for (int i = 0; i < TI; i++) {
-        double want = 0;
-        for (int r = 0; r < TR; r++)
-          want += ((double)x[n * TR + r] + y[n * TR + r]) * w[i * TR + r];
-        ck_assert_msg(close_to(res[n * TI + i], want), "n=%d i=%d: %g, want %g (%d threads)",
-                      n, i, (double)res[n * TI + i], want, nt);
-        ck_assert(close_to(act[n * TI + i], tanh(res[n * TI + i]) * 0.5));
+    const IlirPack *layout = &t.k->bufs[2].pack;
+    for (int i = 0; i < TI; i++)
+      for (int r = 0; r < TR; r++) {
+        w[i * TR + r] = (float)((i * 31 + r * 17) % 97) / 48.0f - 1.0f;
+        pk[ilir_pack_at(layout, r, i)] = w[i * TR + r];
       }
-    ck_assert_float_eq(res[NN * TI], 0); /* the row after the last node: untouched */
+    void *bufs[] = {x, y, pk, res, act};
+    /* 1-4 threads: shares of 45, 23/22, 15 and 12/9 nodes leave every
+     * remainder of the 4-node tiles */
+    for (int nt = 1; nt <= MAXT; nt++) {
+      memset(res, 0, sizeof res);
+      memset(act, 0, sizeof act);
+      run_team(fn, bufs, nt);
+      for (int n = 0; n < NN; n++)
+        for (int i = 0; i < TI; i++) {
+          double want = 0;
+          for (int r = 0; r < TR; r++)
+            want += ((double)x[n * TR + r] + y[n * TR + r]) * w[i * TR + r];
+          ck_assert_msg(close_to(res[n * TI + i], want),
+                        "n=%d i=%d: %g, want %g (%d threads, panels of %ld)", n, i,
+                        (double)res[n * TI + i], want, nt, panels[pi]);
+          ck_assert(close_to(act[n * TI + i], tanh(res[n * TI + i]) * 0.5));
+        }
+      ck_assert_float_eq(res[NN * TI], 0); /* the row after the last node: untouched */
+    }
+    cg_jit_free(jit);
+    t_done(&t);
   }
-  cg_jit_free(jit);
-  t_done(&t);
 }
 END_TEST
 

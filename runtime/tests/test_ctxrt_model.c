@@ -37,9 +37,9 @@ static void sum_kernel(void *const *bufs, int64_t num_nodes, int64_t num_levels,
 }
 
 static const CtxrtModelBuf bufs[NBUFS] = {
-    {CTXRT_BUF_LEVELS, 0, -1, 0, 0, 0, 0}, {CTXRT_BUF_NUM_DEPS, 0, -1, 0, 0, 0, 0},
-    {CTXRT_BUF_DEP, 0, -1, 0, 0, 0, 0},    {CTXRT_BUF_VALUES, 1, -1, 0, 0, 0, 0},
-    {CTXRT_BUF_PARAM, 1, 0, 0, 0, 0, 0},   {CTXRT_BUF_RESULT, 1, -1, 0, 0, 0, 0}};
+    {CTXRT_BUF_LEVELS, 0, -1, 0, 0, 0, 0, 0}, {CTXRT_BUF_NUM_DEPS, 0, -1, 0, 0, 0, 0, 0},
+    {CTXRT_BUF_DEP, 0, -1, 0, 0, 0, 0, 0},    {CTXRT_BUF_VALUES, 1, -1, 0, 0, 0, 0, 0},
+    {CTXRT_BUF_PARAM, 1, 0, 0, 0, 0, 0, 0},   {CTXRT_BUF_RESULT, 1, -1, 0, 0, 0, 0, 0}};
 static const CtxrtParam params[] = {{"scale", 0, {0}}};
 static const int64_t bound[] = {100};
 
