@@ -170,8 +170,10 @@ enum {
                                   computed once per node, at its own level */
   RA_OPT_DENSE_SCRATCH = 256,  /* sched: operators' rows for one level at a time */
   RA_OPT_FUSE_EPILOGUE = 512,  /* sched: elementwise statements into a tile's epilogue */
-  RA_OPT_HOIST_INVARIANT = 1024 /* sched: operators the same at every node computed
-                                   once per run */
+  RA_OPT_HOIST_INVARIANT = 1024, /* sched: operators the same at every node computed
+                                    once per run */
+  RA_OPT_ALL_DEPS = 2048 /* sched: sums over a node's dependencies run over all K
+                            slots, absent ones reading the zero row */
 };
 
 /* The optimizations that are off unless `--enable=NAME` turns them on: built

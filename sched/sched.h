@@ -67,6 +67,7 @@ typedef struct {
   bool dense_scratch;          /* operators' rows for one level, not every node */
   bool interchange;            /* untiled column-reading reductions by rows (ilir.h) */
   bool fuse_epilogue;          /* elementwise statements after a tile into the tile */
+  bool all_deps;             /* sums over dependencies over all K slots (all-deps) */
   int tile_nodes, tile_outs;   /* register tiles of level products; 0: none */
   /* from a schedule (sched_plan.c): its directives, and per buffer of the
    * kernel the operators its hoist, dense and tile directives name (NULL:

@@ -50,6 +50,7 @@ SchedPlan sched_default_plan(unsigned disabled) {
   plan.dense_scratch = !(disabled & RA_OPT_DENSE_SCRATCH);
   plan.interchange = !(disabled & RA_OPT_INTERCHANGE);
   plan.fuse_epilogue = !(disabled & RA_OPT_FUSE_EPILOGUE);
+  plan.all_deps = !(disabled & RA_OPT_ALL_DEPS);
   if (!(disabled & RA_OPT_REGISTER_TILE)) {
     plan.tile_nodes = 4;
     plan.tile_outs = 64;
@@ -706,6 +707,7 @@ bool sched_apply(CtxArena *arena, CtxDiag *diag, IlirKernel *k, SchedPlan *plan)
   if (plan->schedule) sched_schedule_sets(arena, k, plan);
   if (plan->hoist_invariant) sched_hoist_invariant(arena, k, plan->hoist_only);
   if (plan->hoist_products) hoist_products(arena, k);
+  if (plan->all_deps) sched_all_deps(arena, k);
   if (plan->schedule && !sched_schedule_loops(arena, diag, k, plan)) return false;
   if (plan->tile_nodes > 0 && plan->tile_outs > 0) register_tile(arena, k, plan);
   if (plan->fuse_epilogue) fuse_block(arena, k, &k->body);

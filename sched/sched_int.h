@@ -34,4 +34,8 @@ void sched_hoist_invariant(CtxArena *a, IlirKernel *k, const bool *only);
 void sched_schedule_sets(CtxArena *a, const IlirKernel *k, SchedPlan *plan);
 bool sched_schedule_loops(CtxArena *a, CtxDiag *diag, IlirKernel *k, const SchedPlan *plan);
 
+/* Sums over a node's dependencies of their RESULT/SCRATCH rows run over all
+ * K slots, absent ones reading the zero row (sched_deps.c, all-deps). */
+void sched_all_deps(CtxArena *a, IlirKernel *k);
+
 #endif
