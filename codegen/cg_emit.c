@@ -424,14 +424,29 @@ static void emit_loop(CgEmit *E, const IlirStmt *s) {
 
 /* ---- register-tiled products (ilir.h: a NODES loop with tile_nodes > 0) ---- */
 
-enum { MAX_ACC = 64, MAX_TERMS = 16 };
+enum { MAX_ACC = 64, MAX_TERMS = 16, MAX_STREAMS = 2 * MAX_TERMS };
 
-/* The parts of a tiled product: for t { for j in [0, I) { out[idx] = sum of
- * terms sum(r in [0, R)) x * y[.. + r * RS + j] } } (ilir.h). */
+/* The parts of a tile (ilir.h): for t { product loops `for j in [0, I) {
+ * out[idx] = sum of terms sum(r in [0, R)) x * y[.. + r * RS + j] }`;
+ * epilogues }. Terms of different products that read the same PACKED y form
+ * one stream: each row of weights it loads feeds all of them (share-weights:
+ * treelstm's U_f h0 and U_f h1). */
 typedef struct {
-  const IlirStmt *nodes, *outs, *store;
-  IlirExpr *terms[MAX_TERMS];
-  int nterms;
+  const IlirStmt *loop, *store; /* the product's output loop and its store */
+} CgProduct;
+
+typedef struct {
+  const IlirExpr *red[ILIR_TILE_MAX_PRODUCTS]; /* its term in each product it feeds */
+  int prod[ILIR_TILE_MAX_PRODUCTS];
+  int n;
+} CgStreamTerms;
+
+typedef struct {
+  const IlirStmt *nodes;
+  CgProduct prod[ILIR_TILE_MAX_PRODUCTS];
+  int nprod;
+  CgStreamTerms stream[MAX_STREAMS];
+  int nstreams;
   long I;
 } CgTile;
 
@@ -479,7 +494,7 @@ static void emit_epilogues(CgEmit *E, const CgTile *T, LLVMValueRef lo, LLVMValu
   CgLoop Lt, L;
   loop_open(E, &Lt, lo, hi, "epi.t");
   if (!bind_var(E, T->nodes->var, Lt.iv)) return;
-  for (int e = 1; e < T->nodes->body.n && !E->failed; e++) {
+  for (int e = T->nprod; e < T->nodes->body.n && !E->failed; e++) {
     const IlirStmt *lp = T->nodes->body.stmts[e];
     loop_open(E, &L, i0, plus(E, i0, count), "epi");
     if (bind_var(E, lp->var, L.iv)) emit_store(E, lp->body.stmts[0]);
@@ -512,13 +527,13 @@ typedef struct {
   LLVMValueRef base, step;
 } CgStream;
 
-static CgStream tile_stream(CgEmit *E, const CgTile *T, const IlirExpr *red, LLVMValueRef i0) {
+static CgStream tile_stream(CgEmit *E, const IlirExpr *red, const IlirVar *j, LLVMValueRef i0) {
   const IlirExpr *p = red->a->b;
   CgStream st = {NULL, NULL};
   if (E->k->bufs[p->buf].kind != ILIR_BUF_PACKED) return st;
   const IlirPack *pk = &E->k->bufs[p->buf].pack;
   long panel = pack_panel(pk), tail = pk->cols % panel;
-  if (!packed_row_form(p->a, red->var, T->outs->var, pk->cols)) {
+  if (!packed_row_form(p->a, red->var, j, pk->cols)) {
     fail(E, E->i64, "packed weights read at an unknown index, buffer", p->buf);
     return st;
   }
@@ -535,48 +550,60 @@ static CgStream tile_stream(CgEmit *E, const CgTile *T, const IlirExpr *red, LLV
   return st;
 }
 
-/* One step r of a term: iv vector loads of y's row feed nb * iv
- * multiply-adds into [acc], with x(n0 + b, r) for each of the nb rows. */
-static void tile_step(CgEmit *E, const CgTile *T, const IlirExpr *red, CgStream st,
-                      LLVMValueRef r, LLVMValueRef n0, int nb, LLVMValueRef i0, int iv, int vl,
-                      LLVMValueRef *acc) {
-  const IlirExpr *x = red->a->a, *p = red->a->b;
-  LLVMTypeRef vt = vec_type(E, vl);
-  LLVMValueRef w[MAX_ACC];
-  if (!bind_var(E, red->var, r) || !bind_var(E, T->outs->var, i0)) return;
-  LLVMValueRef row = st.base ? LLVMBuildAdd(E->b, st.base, LLVMBuildMul(E->b, r, st.step, ""), "")
-                             : emit_expr(E, p->a);
-  for (int v = 0; v < iv; v++) {
-    w[v] = LLVMBuildLoad2(E->b, vt, elem_ptr(E, p->buf, plus(E, row, (long)v * vl)), "w");
-    LLVMSetAlignment(w[v], 4);
-  }
-  for (int b = 0; b < nb; b++) {
-    if (!bind_var(E, T->nodes->var, plus(E, n0, b))) return;
-    LLVMValueRef xb = splat(E, emit_expr(E, x), vl);
-    for (int v = 0; v < iv; v++) acc[b * iv + v] = fmuladd(E, xb, w[v], acc[b * iv + v], vl);
-  }
-  E->vars[red->var->id] = NULL;
+/* Binds every product's output variable to [i] (the outputs from i). */
+static bool bind_outs(CgEmit *E, const CgTile *T, LLVMValueRef i) {
+  for (int p = 0; p < T->nprod; p++)
+    if (!bind_var(E, T->prod[p].loop->var, i)) return false;
+  return true;
 }
 
-/* The sums over r of one term into [acc] (nb * iv accumulators, each one
- * chain of multiply-adds over r, so every row sums in the same order
- * whatever the tile's shape: results do not depend on the thread count).
- * Cutting a single row's r range in halves with separate accumulators, to
- * cover the FMA latency, measured no faster (seqlstm H=256 B=1 1.06 vs
- * 1.08 ms, treefc H=256 B=1 0.037 vs 0.034 ms): those rows wait on their
- * weights' stream, not on the FMAs. */
-static void tile_term(CgEmit *E, const CgTile *T, const IlirExpr *red, LLVMValueRef n0, int nb,
-                      LLVMValueRef i0, int iv, int vl, LLVMValueRef *acc) {
-  int na = nb * iv;
+/* One step r of stream [S]: iv vector loads of y's row, each feeding nb
+ * multiply-adds per term of the stream, with x(n0 + b, r) of that term;
+ * acc[p * nb * iv + b * iv + v] is product p's, row b's, vector v's. */
+static void tile_step(CgEmit *E, const CgTile *T, const CgStreamTerms *S, CgStream st,
+                      LLVMValueRef r, LLVMValueRef n0, int nb, LLVMValueRef i0, int iv, int vl,
+                      LLVMValueRef *acc) {
+  const IlirExpr *y = S->red[0]->a->b;
+  LLVMTypeRef vt = vec_type(E, vl);
+  LLVMValueRef w[MAX_ACC];
+  if (!bind_var(E, S->red[0]->var, r) || !bind_outs(E, T, i0)) return;
+  LLVMValueRef row = st.base ? LLVMBuildAdd(E->b, st.base, LLVMBuildMul(E->b, r, st.step, ""), "")
+                             : emit_expr(E, y->a);
+  for (int v = 0; v < iv; v++) {
+    w[v] = LLVMBuildLoad2(E->b, vt, elem_ptr(E, y->buf, plus(E, row, (long)v * vl)), "w");
+    LLVMSetAlignment(w[v], 4);
+  }
+  for (int t = 0; t < S->n && !E->failed; t++) {
+    LLVMValueRef *a = acc + S->prod[t] * nb * iv;
+    if (!bind_var(E, S->red[t]->var, r)) return;
+    for (int b = 0; b < nb; b++) {
+      if (!bind_var(E, T->nodes->var, plus(E, n0, b))) return;
+      LLVMValueRef xb = splat(E, emit_expr(E, S->red[t]->a->a), vl);
+      for (int v = 0; v < iv; v++) a[b * iv + v] = fmuladd(E, xb, w[v], a[b * iv + v], vl);
+    }
+  }
+  for (int t = 0; t < S->n; t++) E->vars[S->red[t]->var->id] = NULL;
+}
+
+/* The sums over r of one stream into [acc] (na accumulators, each one chain
+ * of multiply-adds over r, so every row sums in the same order whatever the
+ * tile's shape: results do not depend on the thread count). Cutting a
+ * single row's r range in halves with separate accumulators, to cover the
+ * FMA latency, measured no faster (seqlstm H=256 B=1 1.06 vs 1.08 ms, treefc
+ * H=256 B=1 0.037 vs 0.034 ms): those rows wait on their weights' stream,
+ * not on the FMAs. */
+static void tile_stream_sum(CgEmit *E, const CgTile *T, const CgStreamTerms *S,
+                            LLVMValueRef n0, int nb, LLVMValueRef i0, int iv, int vl,
+                            LLVMValueRef *acc, int na) {
   LLVMValueRef phi[MAX_ACC], next[MAX_ACC];
-  CgStream st = tile_stream(E, T, red, i0);
+  CgStream st = tile_stream(E, S->red[0], T->prod[S->prod[0]].loop->var, i0);
   if (E->failed) return;
   CgLoop L;
-  loop_open(E, &L, const_i64(E, 0), const_i64(E, red->hi->ival), "r");
+  loop_open(E, &L, const_i64(E, 0), const_i64(E, S->red[0]->hi->ival), "r");
   LLVMPositionBuilderBefore(E->b, LLVMGetNextInstruction(L.iv));
   for (int a = 0; a < na; a++) phi[a] = next[a] = LLVMBuildPhi(E->b, vec_type(E, vl), "acc");
   LLVMPositionBuilderAtEnd(E->b, L.body);
-  tile_step(E, T, red, st, L.iv, n0, nb, i0, iv, vl, next);
+  tile_step(E, T, S, st, L.iv, n0, nb, i0, iv, vl, next);
   LLVMBasicBlockRef end = loop_close(E, &L);
   for (int a = 0; a < na; a++) {
     LLVMValueRef vals[2] = {acc[a], next[a]};
@@ -586,36 +613,39 @@ static void tile_term(CgEmit *E, const CgTile *T, const IlirExpr *red, LLVMValue
   }
 }
 
-/* One tile: rows t in [n0, n0 + nb) x outputs [i0, i0 + iv * vl), summed in
- * nb * iv accumulators of vl floats, then stored. */
+/* One tile: rows t in [n0, n0 + nb) x outputs [i0, i0 + iv * vl) of every
+ * product, summed in nprod * nb * iv accumulators of vl floats, then stored. */
 static void emit_tile(CgEmit *E, const CgTile *T, LLVMValueRef n0, int nb, LLVMValueRef i0,
                       int iv, int vl) {
   LLVMValueRef acc[MAX_ACC];
-  int na = nb * iv;
+  int na = T->nprod * nb * iv;
   for (int a = 0; a < na; a++) acc[a] = LLVMConstNull(vec_type(E, vl));
-  for (int t = 0; t < T->nterms && !E->failed; t++)
-    tile_term(E, T, T->terms[t], n0, nb, i0, iv, vl, acc);
-  for (int b = 0; b < nb && !E->failed; b++) {
-    bind_var(E, T->nodes->var, plus(E, n0, b));
-    for (int v = 0; v < iv && !E->failed; v++) {
-      bind_var(E, T->outs->var, plus(E, i0, (long)v * vl));
-      LLVMValueRef st = LLVMBuildStore(E->b, acc[b * iv + v],
-                                       elem_ptr(E, T->store->buf, emit_expr(E, T->store->index)));
-      LLVMSetAlignment(st, 4);
+  for (int g = 0; g < T->nstreams && !E->failed; g++)
+    tile_stream_sum(E, T, &T->stream[g], n0, nb, i0, iv, vl, acc, na);
+  for (int p = 0; p < T->nprod && !E->failed; p++) {
+    const IlirStmt *store = T->prod[p].store;
+    for (int b = 0; b < nb && !E->failed; b++) {
+      bind_var(E, T->nodes->var, plus(E, n0, b));
+      for (int v = 0; v < iv && !E->failed; v++) {
+        bind_var(E, T->prod[p].loop->var, plus(E, i0, (long)v * vl));
+        LLVMValueRef st = LLVMBuildStore(E->b, acc[(p * nb + b) * iv + v],
+                                         elem_ptr(E, store->buf, emit_expr(E, store->index)));
+        LLVMSetAlignment(st, 4);
+      }
     }
   }
 }
 
 /* The vectors per block of outputs: at most the schedule's tile_outs, what
- * the registers hold (nb * iv accumulators, iv weights, x and one spare),
- * and a divisor of every PACKED panel the tile reads so that no block
- * straddles two panels. */
+ * the registers hold (nprod * nb * iv accumulators, iv weights, x and one
+ * spare), and a divisor of every PACKED panel the tile reads so that no
+ * block straddles two panels. */
 static int tile_vectors(const CgEmit *E, const CgTile *T, int nb, int vl, int want) {
-  int iv = want / vl > 0 ? want / vl : 1;
+  int iv = want / vl > 0 ? want / vl : 1, na = T->nprod * nb;
   for (; iv > 1; iv--) {
-    bool fits = nb * iv + iv + 2 <= E->vec_regs && nb * iv <= MAX_ACC;
-    for (int t = 0; t < T->nterms && fits; t++) {
-      const IlirBuf *y = &E->k->bufs[T->terms[t]->a->b->buf];
+    bool fits = na * iv + iv + 2 <= E->vec_regs && na * iv <= MAX_ACC;
+    for (int g = 0; g < T->nstreams && fits; g++) {
+      const IlirBuf *y = &E->k->bufs[T->stream[g].red[0]->a->b->buf];
       long panel = y->kind == ILIR_BUF_PACKED ? pack_panel(&y->pack) : 0;
       fits = !panel || panel == y->pack.cols || panel % ((long)iv * vl) == 0;
     }
@@ -643,6 +673,34 @@ static void emit_rest(CgEmit *E, const CgTile *T, LLVMValueRef rest, LLVMValueRe
   LLVMPositionBuilderAtEnd(E->b, done);
 }
 
+/* Groups the terms of [T]'s products into streams: a term joins an earlier
+ * one of another product that reads the same PACKED buffer over the same r
+ * range; any other term is a stream of its own. False when there are too
+ * many. */
+static bool tile_streams(CgEmit *E, CgTile *T) {
+  for (int p = 0; p < T->nprod; p++) {
+    IlirExpr *terms[MAX_TERMS];
+    int n = ilir_sum_terms(T->prod[p].store->value, terms, MAX_TERMS);
+    for (int t = 0; t < n && t < MAX_TERMS; t++) {
+      const IlirExpr *y = terms[t]->a->b;
+      CgStreamTerms *S = NULL;
+      for (int g = 0; g < T->nstreams && !S; g++) {
+        const IlirExpr *red0 = T->stream[g].red[0];
+        if (E->k->bufs[y->buf].kind == ILIR_BUF_PACKED && red0->a->b->buf == y->buf &&
+            red0->hi->ival == terms[t]->hi->ival && T->stream[g].prod[T->stream[g].n - 1] != p)
+          S = &T->stream[g];
+      }
+      if (!S) {
+        if (T->nstreams == MAX_STREAMS) return false;
+        S = &T->stream[T->nstreams++];
+      }
+      S->red[S->n] = terms[t];
+      S->prod[S->n++] = p;
+    }
+  }
+  return true;
+}
+
 /* The tiled product [s] over this thread's share of its nodes: outputs in
  * blocks of iv vectors, then single vectors, then single floats; for each
  * block, nodes nb at a time, then the rest as one tile. The block of P a
@@ -653,13 +711,22 @@ static void emit_rest(CgEmit *E, const CgTile *T, LLVMValueRef rest, LLVMValueRe
  * and the elementwise work interleaves with the products; childsum H=64
  * B=10 0.165 ms per block, 0.152 ms per tile, in 11 alternating runs). */
 static void emit_tiled(CgEmit *E, const IlirStmt *s) {
-  CgTile T = {s, NULL, NULL, {0}, 0, 0};
-  if (!ilir_tiled_parts(E->k, s, &T.outs, &T.store)) {
+  CgTile T;
+  memset(&T, 0, sizeof T);
+  T.nodes = s;
+  IlirTileParts parts;
+  if (!ilir_tile_parts(E->k, s, &parts)) {
     fail(E, E->i64, "register tile of unknown form, tile_nodes", s->tile_nodes);
     return;
   }
-  T.nterms = ilir_sum_terms(T.store->value, T.terms, MAX_TERMS);
-  T.I = T.outs->hi->ival;
+  for (int p = 0; p < parts.n; p++)
+    T.prod[p] = (CgProduct){parts.loop[p], parts.loop[p]->body.stmts[0]};
+  T.nprod = parts.n;
+  if (!tile_streams(E, &T)) {
+    fail(E, E->i64, "register tile with too many terms, products", T.nprod);
+    return;
+  }
+  T.I = parts.loop[0]->hi->ival;
   LLVMValueRef lo = emit_expr(E, s->lo), hi = emit_expr(E, s->hi);
   if (s->loop == ILIR_LOOP_NODES) thread_share(E, &lo, &hi);
   int vl = E->vec_floats, nb = s->tile_nodes < 8 ? s->tile_nodes : 8;
@@ -676,13 +743,16 @@ static void emit_tiled(CgEmit *E, const IlirStmt *s) {
     LLVMValueRef rest = LLVMBuildAdd(E->b, lo, LLVMBuildMul(E->b, count, const_i64(E, nb), ""), "");
     loop_open(E, &Ln, lo, rest, "n0");
     emit_tile(E, &T, Ln.iv, nb, Li.iv, seg[g].iv, seg[g].vl);
-    if (s->body.n > 1 && !E->failed) emit_epilogues(E, &T, Ln.iv, plus(E, Ln.iv, nb), Li.iv, width);
+    if (s->body.n > T.nprod && !E->failed)
+      emit_epilogues(E, &T, Ln.iv, plus(E, Ln.iv, nb), Li.iv, width);
     loop_close_by(E, &Ln, nb);
     if (nb > 1 && !E->failed) emit_rest(E, &T, rest, hi, nb, Li.iv, seg[g].iv, seg[g].vl);
-    if (s->body.n > 1 && !E->failed) emit_epilogues(E, &T, rest, hi, Li.iv, width);
+    if (s->body.n > T.nprod && !E->failed) emit_epilogues(E, &T, rest, hi, Li.iv, width);
     loop_close_by(E, &Li, width);
   }
-  if (!E->failed) E->vars[s->var->id] = E->vars[T.outs->var->id] = NULL;
+  if (E->failed) return;
+  E->vars[s->var->id] = NULL;
+  for (int p = 0; p < T.nprod; p++) E->vars[T.prod[p].loop->var->id] = NULL;
 }
 
 static void emit_if(CgEmit *E, const IlirStmt *s) {

@@ -152,7 +152,9 @@ struct IlirStmt {
   IlirLoopKind loop;
   IlirBlock body;
   /* A NODES or SERIAL loop `for t` with tile_nodes > 0 is a register-tiled
-   * matrix product (sched_apply): its body is one loop `for j in [0, J) {
+   * matrix product (sched_apply): its body starts with one or two loops
+   * (products over the same J, the second reading nothing the first writes:
+   * share-weights) `for j in [0, J) {
    * out[idx] = T }` where idx moves by one element per j and T is a sum of
    * terms `sum(r in [0, R)) x * y[..]`, x not reading j, y's index moving by
    * one element per j and not with t (a PACKED weight block P[r * J + j] for
@@ -234,9 +236,18 @@ bool ilir_uses(const IlirExpr *e, const IlirVar *v);
 /* The terms of the float sum tree [e] (a + b + ...) into [terms] (at most
  * [cap]); returns their number, which may exceed cap. */
 int ilir_sum_terms(IlirExpr *e, IlirExpr **terms, int cap);
-/* Is [s] a register-tiled product as IlirStmt describes? On success
- * [*out_loop] is its output loop and [*store] the store inside; the epilogue
- * loops are s->body.stmts[1 ..]. */
+/* A register tile's products (IlirStmt): its leading output loops, each one
+ * store of a sum of terms; the epilogue loops follow them. */
+enum { ILIR_TILE_MAX_PRODUCTS = 2 };
+typedef struct {
+  const IlirStmt *loop[ILIR_TILE_MAX_PRODUCTS]; /* for j in [0, J) { out[idx] = T } */
+  int n;
+} IlirTileParts;
+/* Is [s] a register-tiled product as IlirStmt describes? On success [*parts]
+ * holds its products; the epilogue loops are s->body.stmts[parts->n ..]. */
+bool ilir_tile_parts(const IlirKernel *k, const IlirStmt *s, IlirTileParts *parts);
+/* ilir_tile_parts for a tile of exactly one product: [*out_loop] is its
+ * output loop and [*store] the store inside. */
 bool ilir_tiled_parts(const IlirKernel *k, const IlirStmt *s, const IlirStmt **out_loop,
                       const IlirStmt **store);
 /* [e] with [v] replaced by [by]; new nodes where anything changed

@@ -283,25 +283,30 @@ static bool reads_own_rows(const IlirKernel *k, const IlirExpr *e, int buf) {
          reads_own_rows(k, e->hi, buf);
 }
 
-/* Are s->body.stmts[1 ..] epilogues of the tile whose output loop is [il]
- * and store [st] (ilir.h)? */
-static bool epilogues_ok(const IlirKernel *k, const IlirStmt *s, const IlirStmt *il,
-                         const IlirStmt *st) {
+/* Are s->body.stmts[parts->n ..] epilogues of the tile with [parts]
+ * (ilir.h)? */
+static bool epilogues_ok(const IlirKernel *k, const IlirStmt *s, const IlirTileParts *parts) {
   enum { MAX_EPI = 32 };
   if (s->body.n > MAX_EPI) return false;
   Written w[MAX_EPI];
   int nw = 0;
-  w[nw++] = (Written){st->buf, st->index, il->var};
-  for (int e = 1; e < s->body.n; e++) {
+  const IlirStmt *il = parts->loop[0];
+  for (int p = 0; p < parts->n; p++) {
+    const IlirStmt *st = parts->loop[p]->body.stmts[0];
+    w[nw++] = (Written){st->buf, st->index, parts->loop[p]->var};
+  }
+  for (int e = parts->n; e < s->body.n; e++) {
     const IlirStmt *lp = s->body.stmts[e];
     if (lp->kind != ILIR_LOOP || lp->loop != ILIR_LOOP_SERIAL || lp->tile_nodes ||
         lp->body.n != 1 || lp->body.stmts[0]->kind != ILIR_STORE ||
         !ilir_same_expr(lp->lo, il->lo, NULL, NULL) || !ilir_same_expr(lp->hi, il->hi, NULL, NULL))
       return false;
     const IlirStmt *y = lp->body.stmts[0];
-    if (ilir_coef(y->index, lp->var) != 1 || reads_own_rows(k, st->value, y->buf) ||
-        !reads_only_at(y->value, w, nw, lp->var) || !reads_only_at(y->index, w, nw, lp->var))
+    if (ilir_coef(y->index, lp->var) != 1 || !reads_only_at(y->value, w, nw, lp->var) ||
+        !reads_only_at(y->index, w, nw, lp->var))
       return false;
+    for (int p = 0; p < parts->n; p++)
+      if (reads_own_rows(k, parts->loop[p]->body.stmts[0]->value, y->buf)) return false;
     for (int i = 0; i < nw; i++)
       if (w[i].buf == y->buf) return false;
     w[nw++] = (Written){y->buf, y->index, lp->var};
@@ -309,25 +314,46 @@ static bool epilogues_ok(const IlirKernel *k, const IlirStmt *s, const IlirStmt 
   return true;
 }
 
-bool ilir_tiled_parts(const IlirKernel *k, const IlirStmt *s, const IlirStmt **out_loop,
-                      const IlirStmt **store) {
-  if (s->kind != ILIR_LOOP || (s->loop != ILIR_LOOP_NODES && s->loop != ILIR_LOOP_SERIAL) ||
-      s->tile_nodes <= 0 || s->tile_outs <= 0 || s->body.n < 1)
-    return false;
-  const IlirStmt *il = s->body.stmts[0];
+/* Is [il] a product loop of a tile over [row] (ilir.h) whose terms read none
+ * of the outputs of [parts] (the products before it) nor its own? */
+static bool product_loop(const IlirKernel *k, const IlirStmt *il, const IlirVar *row,
+                         const IlirTileParts *parts) {
   if (il->kind != ILIR_LOOP || il->body.n != 1 || il->lo->kind != ILIR_CONST ||
       il->lo->ival != 0 || il->hi->kind != ILIR_CONST || il->body.stmts[0]->kind != ILIR_STORE)
     return false;
   const IlirStmt *st = il->body.stmts[0];
   if (ilir_coef(st->index, il->var) != 1) return false;
+  if (parts->n && (il->hi->ival != parts->loop[0]->hi->ival)) return false;
   IlirExpr *terms[16];
   int n = ilir_sum_terms(st->value, terms, 16);
   if (n > 16) return false;
-  for (int t = 0; t < n; t++)
-    if (!tiled_term(k, terms[t], s->var, il->var, st->buf)) return false;
-  if (!epilogues_ok(k, s, il, st)) return false;
-  *out_loop = il;
-  *store = st;
+  for (int t = 0; t < n; t++) {
+    if (!tiled_term(k, terms[t], row, il->var, st->buf)) return false;
+    for (int p = 0; p < parts->n; p++)
+      if (ilir_reads(terms[t], parts->loop[p]->body.stmts[0]->buf)) return false;
+  }
+  return true;
+}
+
+bool ilir_tile_parts(const IlirKernel *k, const IlirStmt *s, IlirTileParts *parts) {
+  parts->n = 0;
+  if (s->kind != ILIR_LOOP || (s->loop != ILIR_LOOP_NODES && s->loop != ILIR_LOOP_SERIAL) ||
+      s->tile_nodes <= 0 || s->tile_outs <= 0 || s->body.n < 1)
+    return false;
+  while (parts->n < ILIR_TILE_MAX_PRODUCTS && parts->n < s->body.n &&
+         product_loop(k, s->body.stmts[parts->n], s->var, parts)) {
+    parts->loop[parts->n] = s->body.stmts[parts->n];
+    parts->n++;
+  }
+  return parts->n > 0 && epilogues_ok(k, s, parts);
+}
+
+bool ilir_tiled_parts(const IlirKernel *k, const IlirStmt *s, const IlirStmt **out_loop,
+                      const IlirStmt **store) {
+  IlirTileParts parts;
+  if (!ilir_tile_parts(k, s, &parts) || parts.n != 1) return false;
+  *out_loop = parts.loop[0];
+  *store = parts.loop[0]->body.stmts[0];
   return true;
 }
 

@@ -210,8 +210,8 @@ static void verify_block(Verify *V, const IlirBlock *b) {
     if (s->kind == ILIR_LOOP) {
       verify_expr(V, s->lo), verify_expr(V, s->hi);
       if (V->live[s->var->id]) fail(V, "a loop rebinds a live variable");
-      const IlirStmt *il, *st;
-      if (s->tile_nodes && !ilir_tiled_parts(V->k, s, &il, &st))
+      IlirTileParts parts;
+      if (s->tile_nodes && !ilir_tile_parts(V->k, s, &parts))
         fail(V, "a register tile that is not a product of packed weights");
       V->live[s->var->id] = 1;
       verify_block(V, &s->body);

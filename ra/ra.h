@@ -172,8 +172,9 @@ enum {
   RA_OPT_FUSE_EPILOGUE = 512,  /* sched: elementwise statements into a tile's epilogue */
   RA_OPT_HOIST_INVARIANT = 1024, /* sched: operators the same at every node computed
                                     once per run */
-  RA_OPT_ALL_DEPS = 2048 /* sched: sums over a node's dependencies run over all K
-                            slots, absent ones reading the zero row */
+  RA_OPT_ALL_DEPS = 2048, /* sched: sums over a node's dependencies run over all K
+                             slots, absent ones reading the zero row */
+  RA_OPT_SHARE_WEIGHTS = 4096 /* sched: register tiles reading the same weights as one */
 };
 
 /* The optimizations that are off unless `--enable=NAME` turns them on: built

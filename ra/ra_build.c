@@ -290,11 +290,12 @@ unsigned ra_opt_lookup(const char *name, const char **names) {
       {"dense-scratch", RA_OPT_DENSE_SCRATCH},
       {"fuse-epilogue", RA_OPT_FUSE_EPILOGUE},
       {"hoist-invariant", RA_OPT_HOIST_INVARIANT},
-      {"all-deps", RA_OPT_ALL_DEPS}};
+      {"all-deps", RA_OPT_ALL_DEPS},
+      {"share-weights", RA_OPT_SHARE_WEIGHTS}};
   if (names)
     *names = "concat-split, product-ops, interchange, specialize-leaf, register-tile, "
              "vector-math, cse, hoist-products, dense-scratch, fuse-epilogue, "
-             "hoist-invariant, all-deps";
+             "hoist-invariant, all-deps, share-weights";
   for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
     if (strcmp(opts[i].name, name) == 0) return opts[i].bit;
   return 0;

@@ -51,6 +51,7 @@ SchedPlan sched_default_plan(unsigned disabled) {
   plan.interchange = !(disabled & RA_OPT_INTERCHANGE);
   plan.fuse_epilogue = !(disabled & RA_OPT_FUSE_EPILOGUE);
   plan.all_deps = !(disabled & RA_OPT_ALL_DEPS);
+  plan.share_weights = !(disabled & RA_OPT_SHARE_WEIGHTS);
   if (!(disabled & RA_OPT_REGISTER_TILE)) {
     plan.tile_nodes = 4;
     plan.tile_outs = 64;
@@ -711,6 +712,7 @@ bool sched_apply(CtxArena *arena, CtxDiag *diag, IlirKernel *k, SchedPlan *plan)
   if (plan->schedule && !sched_schedule_loops(arena, diag, k, plan)) return false;
   if (plan->tile_nodes > 0 && plan->tile_outs > 0) register_tile(arena, k, plan);
   if (plan->fuse_epilogue) fuse_block(arena, k, &k->body);
+  if (plan->share_weights) sched_share_weights(arena, k);
   if (plan->interchange) ilir_interchange(arena, k);
   if (plan->dense_scratch) dense_scratch(arena, k, plan->dense_only);
   ilir_simplify(arena, k);

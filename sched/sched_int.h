@@ -38,4 +38,9 @@ bool sched_schedule_loops(CtxArena *a, CtxDiag *diag, IlirKernel *k, const Sched
  * K slots, absent ones reading the zero row (sched_deps.c, all-deps). */
 void sched_all_deps(CtxArena *a, IlirKernel *k);
 
+/* Consecutive register tiles over the same nodes whose products read the
+ * same PACKED weights, as one tile of two products (sched_share.c,
+ * share-weights; after fuse-epilogue). */
+void sched_share_weights(CtxArena *a, IlirKernel *k);
+
 #endif
