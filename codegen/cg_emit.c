@@ -701,15 +701,58 @@ static bool tile_streams(CgEmit *E, CgTile *T) {
   return true;
 }
 
-/* The tiled product [s] over this thread's share of its nodes: outputs in
- * blocks of iv vectors, then single vectors, then single floats; for each
- * block, nodes nb at a time, then the rest as one tile. The block of P a
- * block of outputs reads (R rows of iv * vl floats) stays in cache across
- * the nodes. The epilogues run on each tile of nb rows as soon as it is
- * stored, and on the rest after it (per tile rather than once per block
- * over all the rows: the stored block is then at most nb rows, still in L1,
- * and the elementwise work interleaves with the products; childsum H=64
- * B=10 0.165 ms per block, 0.152 ms per tile, in 11 alternating runs). */
+/* Should a tiled level product run split by outputs (every thread all of
+ * the level's rows, a share of the output blocks) rather than by nodes? Two
+ * or more threads and at least as many output blocks as threads, and a
+ * level with fewer rows than give every thread a full tile: such a level's
+ * time is its weights' bandwidth, and split by outputs each thread reads
+ * only its share of them — the same share at every level, which stays in its
+ * core's L2 (CORTEX's model persistence, on the CPU). Every thread decides
+ * alike from the level's size, so all meet the same barriers. */
+static LLVMValueRef split_by_outputs(CgEmit *E, LLVMValueRef lo, LLVMValueRef hi, int nb,
+                                     long blocks) {
+  LLVMValueRef many = LLVMBuildICmp(E->b, LLVMIntSGT, E->nthreads, const_i64(E, 1), "");
+  LLVMValueRef enough = LLVMBuildICmp(E->b, LLVMIntSGE, const_i64(E, blocks), E->nthreads, "");
+  LLVMValueRef rows = LLVMBuildSub(E->b, hi, lo, "");
+  LLVMValueRef few = LLVMBuildICmp(E->b, LLVMIntSLT, rows,
+                                   LLVMBuildMul(E->b, E->nthreads, const_i64(E, nb), ""), "");
+  return LLVMBuildAnd(E->b, LLVMBuildAnd(E->b, many, enough, ""), few, "by.outs");
+}
+
+/* The output range [*from, *to) of a segment for this thread: when split by
+ * outputs, its share of the segment's blocks of [width] (the segments after
+ * the first: thread 0's); else all of it. */
+static void output_share(CgEmit *E, LLVMValueRef by_outs, bool blocks, long width,
+                         LLVMValueRef *from, LLVMValueRef *to) {
+  if (!by_outs) return;
+  LLVMValueRef lo = *from, hi = *to;
+  if (blocks) {
+    LLVMValueRef b0 = LLVMBuildSDiv(E->b, lo, const_i64(E, width), "");
+    LLVMValueRef b1 = LLVMBuildSDiv(E->b, hi, const_i64(E, width), "");
+    thread_share(E, &b0, &b1);
+    lo = LLVMBuildMul(E->b, b0, const_i64(E, width), "");
+    hi = LLVMBuildMul(E->b, b1, const_i64(E, width), "");
+  } else {
+    LLVMValueRef first = LLVMBuildICmp(E->b, LLVMIntEQ, E->tid, const_i64(E, 0), "");
+    hi = LLVMBuildSelect(E->b, first, hi, lo, "");
+  }
+  *from = LLVMBuildSelect(E->b, by_outs, lo, *from, "");
+  *to = LLVMBuildSelect(E->b, by_outs, hi, *to, "");
+}
+
+/* The tiled product [s] over this thread's share of its nodes (or of its
+ * outputs: split_by_outputs): outputs in blocks of iv vectors, then single
+ * vectors, then single floats; for each block, nodes nb at a time, then the
+ * rest as one tile. The block of P a block of outputs reads (R rows of iv *
+ * vl floats) stays in cache across the nodes. The epilogues run on each
+ * tile of nb rows as soon as it is stored, and on the rest after it (per
+ * tile rather than once per block over all the rows: the stored block is
+ * then at most nb rows, still in L1, and the elementwise work interleaves
+ * with the products; childsum H=64 B=10 0.165 ms per block, 0.152 ms per
+ * tile, in 11 alternating runs). Split by outputs, a barrier before the tile
+ * (the rows it reads may come from another thread's share of nodes, or from
+ * a level of one node after which no barrier ran) and after it (what follows
+ * runs split by nodes again). */
 static void emit_tiled(CgEmit *E, const IlirStmt *s) {
   CgTile T;
   memset(&T, 0, sizeof T);
@@ -727,18 +770,27 @@ static void emit_tiled(CgEmit *E, const IlirStmt *s) {
     return;
   }
   T.I = parts.loop[0]->hi->ival;
-  LLVMValueRef lo = emit_expr(E, s->lo), hi = emit_expr(E, s->hi);
-  if (s->loop == ILIR_LOOP_NODES) thread_share(E, &lo, &hi);
   int vl = E->vec_floats, nb = s->tile_nodes < 8 ? s->tile_nodes : 8;
   int iv = tile_vectors(E, &T, nb, vl, s->tile_outs);
   long full = T.I - T.I % ((long)iv * vl), vec = T.I - T.I % vl;
+  LLVMValueRef lo = emit_expr(E, s->lo), hi = emit_expr(E, s->hi), by_outs = NULL;
+  if (s->loop == ILIR_LOOP_NODES) {
+    by_outs = split_by_outputs(E, lo, hi, nb, full / ((long)iv * vl));
+    LLVMValueRef nlo = lo, nhi = hi;
+    thread_share(E, &nlo, &nhi);
+    lo = LLVMBuildSelect(E->b, by_outs, lo, nlo, "");
+    hi = LLVMBuildSelect(E->b, by_outs, hi, nhi, "");
+    emit_barrier(E, LLVMBuildNot(E->b, by_outs, ""));
+  }
   const struct { long from, to; int iv, vl; } seg[3] = {
       {0, full, iv, vl}, {full, vec, 1, vl}, {vec, T.I, 1, 1}};
   for (int g = 0; g < 3 && !E->failed; g++) {
     if (seg[g].from >= seg[g].to) continue;
     long width = (long)seg[g].iv * seg[g].vl;
+    LLVMValueRef from = const_i64(E, seg[g].from), to = const_i64(E, seg[g].to);
+    output_share(E, by_outs, g == 0, width, &from, &to);
     CgLoop Li, Ln;
-    loop_open(E, &Li, const_i64(E, seg[g].from), const_i64(E, seg[g].to), "i0");
+    loop_open(E, &Li, from, to, "i0");
     LLVMValueRef count = LLVMBuildSDiv(E->b, LLVMBuildSub(E->b, hi, lo, ""), const_i64(E, nb), "");
     LLVMValueRef rest = LLVMBuildAdd(E->b, lo, LLVMBuildMul(E->b, count, const_i64(E, nb), ""), "");
     loop_open(E, &Ln, lo, rest, "n0");
@@ -751,6 +803,7 @@ static void emit_tiled(CgEmit *E, const IlirStmt *s) {
     loop_close_by(E, &Li, width);
   }
   if (E->failed) return;
+  if (by_outs) emit_barrier(E, LLVMBuildNot(E->b, by_outs, ""));
   E->vars[s->var->id] = NULL;
   for (int p = 0; p < T.nprod; p++) E->vars[T.prod[p].loop->var->id] = NULL;
 }

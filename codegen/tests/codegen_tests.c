@@ -246,7 +246,7 @@ enum { LV = 9, NN = 20 + 1 + 1 + 11 + 5 + 1 + 3 + 2 + 1, MAXT = 4 };
 typedef struct {
   CgKernelFn fn;
   void **bufs;
-  int64_t tid, nthreads;
+  int64_t tid, nthreads, nodes;
   pthread_barrier_t *barrier;
 } Member;
 
@@ -259,22 +259,27 @@ static void member_barrier(void *ctx) {
 
 static void *member_main(void *arg) {
   const Member *m = arg;
-  m->fn(m->bufs, NN, LV, m->tid, m->nthreads, member_barrier, m->barrier);
+  m->fn(m->bufs, m->nodes, LV, m->tid, m->nthreads, member_barrier, m->barrier);
   return NULL;
 }
 
-/* Runs [fn] on [nthreads] threads (the caller one of them) into [res]. */
-static void run_team(CgKernelFn fn, void **bufs, int nthreads) {
+/* Runs [fn] over [nodes] nodes on [nthreads] threads (the caller one of
+ * them). */
+static void run_team_nodes(CgKernelFn fn, void **bufs, int nthreads, int64_t nodes) {
   pthread_barrier_t barrier;
   pthread_barrier_init(&barrier, NULL, (unsigned)nthreads);
   Member m[MAXT];
   pthread_t th[MAXT];
-  for (int i = 0; i < nthreads; i++) m[i] = (Member){fn, bufs, i, nthreads, &barrier};
+  for (int i = 0; i < nthreads; i++) m[i] = (Member){fn, bufs, i, nthreads, nodes, &barrier};
   for (int i = 1; i < nthreads; i++)
     ck_assert_int_eq(pthread_create(&th[i], NULL, member_main, &m[i]), 0);
   member_main(&m[0]);
   for (int i = 1; i < nthreads; i++) pthread_join(th[i], NULL);
   pthread_barrier_destroy(&barrier);
+}
+
+static void run_team(CgKernelFn fn, void **bufs, int nthreads) {
+  run_team_nodes(fn, bufs, nthreads, NN);
 }
 
 /* Levels of 20, 1, 1, 11, 5, 1, 3, 2, 1 nodes (fewer than threads at the top;
@@ -372,12 +377,16 @@ START_TEST(register_tile) {
       }
     void *bufs[] = {x, y, pk, res, act};
     /* 1-4 threads: shares of 45, 23/22, 15 and 12/9 nodes leave every
-     * remainder of the 4-node tiles */
-    for (int nt = 1; nt <= MAXT; nt++) {
+     * remainder of the 4-node tiles; 1, 3 and 6 nodes on 2-4 threads run
+     * split by outputs where there are enough blocks (panels of 16: five) */
+    static const int counts[] = {NN, 1, 3, 6};
+    for (int run = 0; run < MAXT + 3 * (MAXT - 1); run++) {
+      int nt = run < MAXT ? run + 1 : 2 + (run - MAXT) % (MAXT - 1);
+      int nodes = run < MAXT ? NN : counts[1 + (run - MAXT) / (MAXT - 1)];
       memset(res, 0, sizeof res);
       memset(act, 0, sizeof act);
-      run_team(fn, bufs, nt);
-      for (int n = 0; n < NN; n++)
+      run_team_nodes(fn, bufs, nt, nodes);
+      for (int n = 0; n < nodes; n++)
         for (int i = 0; i < TI; i++) {
           double want = 0;
           for (int r = 0; r < TR; r++)
@@ -387,7 +396,7 @@ START_TEST(register_tile) {
                         (double)res[n * TI + i], want, nt, panels[pi]);
           ck_assert(close_to(act[n * TI + i], tanh(res[n * TI + i]) * 0.5));
         }
-      ck_assert_float_eq(res[NN * TI], 0); /* the row after the last node: untouched */
+      ck_assert_float_eq(res[nodes * TI], 0); /* the row after the last node: untouched */
     }
     cg_jit_free(jit);
     t_done(&t);
