@@ -42,6 +42,7 @@ typedef struct {
   const IlirKernel *k;
   CtxDiag *diag;
   int vec_floats, vec_regs; /* the host's vector width in floats and register count */
+  int levels; /* LEVELS loops open around the builder's position */
   bool failed;
 } CgEmit;
 
@@ -414,11 +415,14 @@ static void emit_loop(CgEmit *E, const IlirStmt *s) {
   if (s->loop == ILIR_LOOP_NODES || s->loop == ILIR_LOOP_PARALLEL) thread_share(E, &lo, &hi);
   CgLoop L;
   loop_open(E, &L, lo, hi, var_name(s->var));
+  E->levels += s->loop == ILIR_LOOP_LEVELS;
   if (bind_var(E, s->var, L.iv)) emit_block(E, &s->body);
+  E->levels -= s->loop == ILIR_LOOP_LEVELS;
   if (s->loop == ILIR_LOOP_LEVELS && !E->failed) emit_barrier(E, barrier_skippable(E, L.iv));
   LLVMBasicBlockRef latch = loop_close(E, &L);
   if (s->loop == ILIR_LOOP_VECTOR && !E->failed) ask_vectorize(E, latch);
   if (s->loop == ILIR_LOOP_PARALLEL && !E->failed) emit_barrier(E, NULL);
+  if (s->loop == ILIR_LOOP_NODES && !E->levels && !E->failed) emit_barrier(E, NULL);
   if (!E->failed) E->vars[s->var->id] = NULL;
 }
 
@@ -803,7 +807,8 @@ static void emit_tiled(CgEmit *E, const IlirStmt *s) {
     loop_close_by(E, &Li, width);
   }
   if (E->failed) return;
-  if (by_outs) emit_barrier(E, LLVMBuildNot(E->b, by_outs, ""));
+  if (s->loop == ILIR_LOOP_NODES && !E->levels) emit_barrier(E, NULL); /* a prologue */
+  else if (by_outs) emit_barrier(E, LLVMBuildNot(E->b, by_outs, ""));
   E->vars[s->var->id] = NULL;
   for (int p = 0; p < T.nprod; p++) E->vars[T.prod[p].loop->var->id] = NULL;
 }

@@ -30,8 +30,8 @@ typedef struct {
   "  --disable=OPT,...  turn optimizations off: concat-split, product-ops,\n"      \
   "                     interchange, specialize-leaf, register-tile,\n"            \
   "                     vector-math, cse, hoist-products, dense-scratch,\n"        \
-  "                     hoist-invariant, fuse-epilogue, all-deps, share-weights\n" \
-  "                     (for testing; all are on by default)\n"                   \
+  "                     hoist-invariant, fuse-epilogue, all-deps, share-weights,\n" \
+  "                     hoist-local (for testing; all are on by default)\n"       \
   "  --enable=OPT,...   turn optimizations back on (after --disable)\n"
 
 static const char common_options[] =

@@ -291,11 +291,12 @@ unsigned ra_opt_lookup(const char *name, const char **names) {
       {"fuse-epilogue", RA_OPT_FUSE_EPILOGUE},
       {"hoist-invariant", RA_OPT_HOIST_INVARIANT},
       {"all-deps", RA_OPT_ALL_DEPS},
-      {"share-weights", RA_OPT_SHARE_WEIGHTS}};
+      {"share-weights", RA_OPT_SHARE_WEIGHTS},
+      {"hoist-local", RA_OPT_HOIST_LOCAL}};
   if (names)
     *names = "concat-split, product-ops, interchange, specialize-leaf, register-tile, "
              "vector-math, cse, hoist-products, dense-scratch, fuse-epilogue, "
-             "hoist-invariant, all-deps, share-weights";
+             "hoist-invariant, all-deps, share-weights, hoist-local";
   for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
     if (strcmp(opts[i].name, name) == 0) return opts[i].bit;
   return 0;

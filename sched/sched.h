@@ -69,6 +69,7 @@ typedef struct {
   bool fuse_epilogue;          /* elementwise statements after a tile into the tile */
   bool all_deps;             /* sums over dependencies over all K slots (all-deps) */
   bool share_weights;          /* tiles reading the same weights as one (share-weights) */
+  bool hoist_local;            /* node-local operators before the levels (hoist-local) */
   int tile_nodes, tile_outs;   /* register tiles of level products; 0: none */
   /* from a schedule (sched_plan.c): its directives, and per buffer of the
    * kernel the operators its hoist, dense and tile directives name (NULL:

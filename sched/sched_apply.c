@@ -52,6 +52,7 @@ SchedPlan sched_default_plan(unsigned disabled) {
   plan.fuse_epilogue = !(disabled & RA_OPT_FUSE_EPILOGUE);
   plan.all_deps = !(disabled & RA_OPT_ALL_DEPS);
   plan.share_weights = !(disabled & RA_OPT_SHARE_WEIGHTS);
+  plan.hoist_local = !(disabled & RA_OPT_HOIST_LOCAL);
   if (!(disabled & RA_OPT_REGISTER_TILE)) {
     plan.tile_nodes = 4;
     plan.tile_outs = 64;
@@ -601,10 +602,14 @@ typedef struct {
   const IlirKernel *k;
   bool *flags;
   const IlirVar *node;  /* the innermost nodes loop's variable */
+  int levels;           /* levels loops around */
 } RowScan;
 
+/* A nodes loop outside the levels (hoist-local's prologue) writes rows that
+ * the levels read later: not rows of one level. */
 static void scan_access(RowScan *R, int buf, const IlirExpr *index) {
-  if (R->flags[buf] && (!R->node || ilir_coef(index, R->node) != R->k->bufs[buf].size))
+  if (R->flags[buf] &&
+      (!R->node || !R->levels || ilir_coef(index, R->node) != R->k->bufs[buf].size))
     R->flags[buf] = false;
 }
 
@@ -628,14 +633,16 @@ static void scan_block(RowScan *R, const IlirBlock *b) {
       scan_expr(R, s->lo), scan_expr(R, s->hi);
       const IlirVar *node = R->node;
       if (s->loop == ILIR_LOOP_NODES) R->node = s->var;
+      R->levels += s->loop == ILIR_LOOP_LEVELS;
       scan_block(R, &s->body);
+      R->levels -= s->loop == ILIR_LOOP_LEVELS;
       R->node = node;
     }
   }
 }
 
 void sched_keep_node_rows(const IlirKernel *k, bool *flags) {
-  RowScan R = {k, flags, NULL};
+  RowScan R = {k, flags, NULL, 0};
   scan_block(&R, &k->body);
 }
 
@@ -708,6 +715,7 @@ bool sched_apply(CtxArena *arena, CtxDiag *diag, IlirKernel *k, SchedPlan *plan)
   if (plan->schedule) sched_schedule_sets(arena, k, plan);
   if (plan->hoist_invariant) sched_hoist_invariant(arena, k, plan->hoist_only);
   if (plan->hoist_products) hoist_products(arena, k);
+  if (plan->hoist_local) sched_hoist_local(arena, k);
   if (plan->all_deps) sched_all_deps(arena, k);
   if (plan->schedule && !sched_schedule_loops(arena, diag, k, plan)) return false;
   if (plan->tile_nodes > 0 && plan->tile_outs > 0) register_tile(arena, k, plan);

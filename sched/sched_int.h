@@ -43,4 +43,9 @@ void sched_all_deps(CtxArena *a, IlirKernel *k);
  * share-weights; after fuse-epilogue). */
 void sched_share_weights(CtxArena *a, IlirKernel *k);
 
+/* Node-local operators (reading only parameters and their node's inputs)
+ * moved out of a levels loop over all levels into a loop over all nodes
+ * before it (sched_local.c, hoist-local). */
+void sched_hoist_local(CtxArena *a, IlirKernel *k);
+
 #endif

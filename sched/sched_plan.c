@@ -225,7 +225,7 @@ SchedPlan sched_schedule_plan(CtxDiag *diag, const Schedule *s, unsigned disable
     case SCHED_DYNAMIC_BATCH: case SCHED_PERSIST: break;
     case SCHED_SPECIALIZE: plan.specialize_leaf = true; break;
     case SCHED_FUSE: plan.fuse_epilogue = true; break;
-    case SCHED_HOIST: plan.hoist_invariant = plan.hoist_products = true; break;
+    case SCHED_HOIST: plan.hoist_invariant = plan.hoist_products = plan.hoist_local = true; break;
     case SCHED_DENSE: plan.dense_scratch = true; break;
     case SCHED_TILE:
       if (d->naxes != 2 || strcmp(d->axes[0], "node") != 0) {
