@@ -685,7 +685,8 @@ static bool tile_streams(CgEmit *E, CgTile *T) {
   for (int p = 0; p < T->nprod; p++) {
     IlirExpr *terms[MAX_TERMS];
     int n = ilir_sum_terms(T->prod[p].store->value, terms, MAX_TERMS);
-    for (int t = 0; t < n && t < MAX_TERMS; t++) {
+    if (n > MAX_TERMS) return false;
+    for (int t = 0; t < n; t++) {
       const IlirExpr *y = terms[t]->a->b;
       CgStreamTerms *S = NULL;
       for (int g = 0; g < T->nstreams && !S; g++) {
