@@ -91,6 +91,22 @@ static const char run_options[] =
     "exit codes: 0 ok, 1 errors in the model, 2 bad command line,\n"
     "            3 bad input or weights, 70 internal compiler error\n";
 
+/* ctx params; driver_params.c. */
+static const char params_options[] =
+    "  --json             print JSON instead: {\"model\", \"dims\": {NAME: VALUE},\n"
+    "                     \"params\": [{\"name\", \"shape\", \"type\"}]}\n"
+    "  --template FILE    write the default weights (seeded, uniform in [-0.1, 0.1];\n"
+    "                     what ctx run uses without --weights) as a safetensors file\n"
+    "  --seed N           the seed of --template (default 0)\n"
+    "  -D NAME=VALUE      override dim NAME (also -DNAME=VALUE)\n"
+    "  --error-limit=N    stop after N errors (default 20, 0 = no limit)\n"
+    "  -h, --help         show this help\n"
+    "\n"
+    "Lists every parameter: its name, its shape with the dims resolved, and its type\n"
+    "as the model declares it; a weights file (ctx run --weights) holds one F32\n"
+    "tensor of that name and shape for each. docs/pytorch.md shows how to make one\n"
+    "from a PyTorch model.\n";
+
 /* ctx build; driver_build.c. */
 static const char build_options[] =
     "  -o, --output DIR   the output directory (made when missing): libNAME.so,\n"
@@ -123,6 +139,8 @@ static const Verb verbs[] = {
     {"run", "run a model (.ctx) on input structures",
      CTX_RUN_USAGE, run_options,
      ctx_run, ctx_run_option},
+    {"params", "list a model's parameters and their shapes, or write a weights template",
+     CTX_PARAMS_USAGE, params_options, ctx_params, ctx_params_option},
 #ifdef CTX_HAVE_JIT
     {"build", "compile a model ahead of time into a C library (.so, .a, header)",
      CTX_BUILD_USAGE, build_options, ctx_build, ctx_build_option},
