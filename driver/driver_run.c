@@ -627,17 +627,27 @@ static void format_times(CtxRun *r, double *ms, int64_t n, int64_t batch, int64_
 }
 
 /* Progress of a long run on stderr, when it is a terminal: after the first
- * second, at most four times a second, overwriting one line. */
+ * second (CTX_PROGRESS_AFTER_MS milliseconds when set: for tests), at most
+ * four times a second, overwriting one line. */
 typedef struct {
   bool on;
-  double start, last;
+  double start, last, after;
   int64_t total;
 } Progress;
+
+static void progress_init(Progress *pg, int64_t total) {
+  const char *env = getenv("CTX_PROGRESS_AFTER_MS");
+  pg->on = isatty(STDERR_FILENO) == 1;
+  pg->start = now_ms();
+  pg->last = 0;
+  pg->after = env && *env ? atof(env) : 1000;
+  pg->total = total;
+}
 
 static void progress_tick(Progress *pg, int64_t done) {
   if (!pg->on) return;
   double t = now_ms();
-  if (t - pg->start < 1000 || t - pg->last < 250) return;
+  if (t - pg->start < pg->after || t - pg->last < 250) return;
   pg->last = t;
   double rate = (double)done / ((t - pg->start) / 1e3);
   fprintf(stderr, "\rctx: batch %" PRId64 "/%" PRId64 ", %.1f batches/s, %.0f s left\033[K",
@@ -667,7 +677,8 @@ static CtxrtStatus run_batches(CtxRun *r) {
     row += r->o->all_nodes ? slices[b]->num_nodes : ctxrt_forest_outputs(slices[b], NULL);
   }
   int64_t warm = r->o->time ? nb : 0;
-  Progress pg = {isatty(STDERR_FILENO) == 1, now_ms(), 0, warm + nb * reps};
+  Progress pg;
+  progress_init(&pg, warm + nb * reps);
   CtxrtStatus st = CTXRT_OK;
   /* with --time, one untimed pass first (buffers grown, thread team started,
    * caches warm), as the bench's baselines do */
