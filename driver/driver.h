@@ -119,7 +119,8 @@ int ctx_build(CtxSession *s);
  * model's parameters with their shapes and the dims, as text or JSON, or
  * (--template) the seeded default weights written as a safetensors file.
  * Returns an exit code. */
-#define CTX_PARAMS_USAGE "ctx params MODEL.ctx [-D NAME=VALUE]... [--json | --template W.safetensors]"
+#define CTX_PARAMS_USAGE \
+  "ctx params MODEL.ctx [-D NAME=VALUE]... [--json | --template W.safetensors]"
 int ctx_params_option(int argc, char **argv, int *i, CtxOptions *o);
 int ctx_params(CtxSession *s);
 

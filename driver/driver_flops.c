@@ -32,25 +32,52 @@ static bool structural_value(const RaExpr *e, long ndeps, double *out) {
     return true;
   case RA_UNARY:
     if (!structural_value(e->a, ndeps, &a)) return false;
-    if (e->op == RA_FN_NEG) *out = -a;
-    else if (e->op == RA_FN_NOT) *out = a == 0;
-    else return false;
+    if (e->op == RA_FN_NEG)
+      *out = -a;
+    else if (e->op == RA_FN_NOT)
+      *out = a == 0;
+    else
+      return false;
     return true;
   case RA_BINARY:
-    if (!structural_value(e->a, ndeps, &a) || !structural_value(e->b, ndeps, &b)) return false;
+    if (!structural_value(e->a, ndeps, &a) || !structural_value(e->b, ndeps, &b))
+      return false;
     switch (e->op) {
-    case RA_ADD: *out = a + b; return true;
-    case RA_SUB: *out = a - b; return true;
-    case RA_MUL: *out = a * b; return true;
-    case RA_EQ: *out = a == b; return true;
-    case RA_NE: *out = a != b; return true;
-    case RA_LT: *out = a < b; return true;
-    case RA_LE: *out = a <= b; return true;
-    case RA_GT: *out = a > b; return true;
-    case RA_GE: *out = a >= b; return true;
-    case RA_AND: *out = a != 0 && b != 0; return true;
-    case RA_OR: *out = a != 0 || b != 0; return true;
-    default: return false;
+    case RA_ADD:
+      *out = a + b;
+      return true;
+    case RA_SUB:
+      *out = a - b;
+      return true;
+    case RA_MUL:
+      *out = a * b;
+      return true;
+    case RA_EQ:
+      *out = a == b;
+      return true;
+    case RA_NE:
+      *out = a != b;
+      return true;
+    case RA_LT:
+      *out = a < b;
+      return true;
+    case RA_LE:
+      *out = a <= b;
+      return true;
+    case RA_GT:
+      *out = a > b;
+      return true;
+    case RA_GE:
+      *out = a >= b;
+      return true;
+    case RA_AND:
+      *out = a != 0 && b != 0;
+      return true;
+    case RA_OR:
+      *out = a != 0 || b != 0;
+      return true;
+    default:
+      return false;
     }
   default:
     return false;
@@ -98,7 +125,8 @@ static double block_flops(const RaBlock *b, int from, long ndeps, bool *ret) {
       continue;
     }
     bool rt, re, rr;
-    double c, t = block_flops(&st->then, 0, ndeps, &rt), e = block_flops(&st->els, 0, ndeps, &re);
+    double c, t = block_flops(&st->then, 0, ndeps, &rt),
+              e = block_flops(&st->els, 0, ndeps, &re);
     double rest = block_flops(b, i + 1, ndeps, &rr);
     double path_t = t + (rt ? 0 : rest), path_e = e + (re ? 0 : rest);
     bool take_t = structural_value(st->cond, ndeps, &c) ? c != 0 : path_t >= path_e;
@@ -111,14 +139,16 @@ static double block_flops(const RaBlock *b, int from, long ndeps, bool *ret) {
 double ctx_flops_node(const RaProgram *p, long ndeps) {
   double sum = 0;
   bool ret;
-  for (int f = 0; f < p->nfuncs; f++) sum += block_flops(&p->funcs[f].body, 0, ndeps, &ret);
+  for (int f = 0; f < p->nfuncs; f++)
+    sum += block_flops(&p->funcs[f].body, 0, ndeps, &ret);
   return sum;
 }
 
 double ctx_flops_forest(const RaProgram *p, const CtxrtForest *f) {
   enum { CACHED = 64 };
   double cache[CACHED];
-  for (int k = 0; k < CACHED; k++) cache[k] = -1;
+  for (int k = 0; k < CACHED; k++)
+    cache[k] = -1;
   double sum = 0;
   for (int32_t n = 0; n < f->num_nodes; n++) {
     long d = (long)ctxrt_forest_num_deps(f, n);

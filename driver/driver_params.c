@@ -104,14 +104,18 @@ static bool eval_dim_expr(const AstExpr *e, const DimEnv *env, int upto, long *o
         !eval_dim_expr(e->u.binary.rhs, env, upto, &b))
       return false;
     switch (e->u.binary.op) {
-    case AST_OP_ADD: return !__builtin_add_overflow(a, b, out);
-    case AST_OP_SUB: return !__builtin_sub_overflow(a, b, out);
-    case AST_OP_MUL: return !__builtin_mul_overflow(a, b, out);
+    case AST_OP_ADD:
+      return !__builtin_add_overflow(a, b, out);
+    case AST_OP_SUB:
+      return !__builtin_sub_overflow(a, b, out);
+    case AST_OP_MUL:
+      return !__builtin_mul_overflow(a, b, out);
     case AST_OP_DIV:
       if (b == 0) return false;
       *out = a / b;
       return true;
-    default: return false;
+    default:
+      return false;
     }
   default:
     return false;
@@ -121,8 +125,10 @@ static bool eval_dim_expr(const AstExpr *e, const DimEnv *env, int upto, long *o
 /* Every dim's value under the overrides; false when one has none. */
 static bool env_compute(DimEnv *env) {
   for (int d = 0; d < env->n; d++) {
-    if (env->over[d]) env->value[d] = env->over[d];
-    else if (!eval_dim_expr(env->dims[d]->value, env, d, &env->value[d])) return false;
+    if (env->over[d])
+      env->value[d] = env->over[d];
+    else if (!eval_dim_expr(env->dims[d]->value, env, d, &env->value[d]))
+      return false;
   }
   return true;
 }
@@ -132,7 +138,8 @@ static bool depends_on(const AstExpr *e, const DimEnv *env, int d) {
   switch (e->kind) {
   case AST_NAME: {
     int k = dim_index(env, e->u.name.id);
-    if (k < d) return false; /* not a dim, or one before d: a dim sees only earlier ones */
+    if (k < d)
+      return false; /* not a dim, or one before d: a dim sees only earlier ones */
     if (k == d) return true;
     return !env->over[k] && depends_on(env->dims[k]->value, env, d);
   }
@@ -152,8 +159,10 @@ static long solve_dim(DimEnv *env, int d, const AstExpr *e, long want) {
   while (lo < hi) {
     long mid = lo + (hi - lo) / 2;
     env->over[d] = mid;
-    if (env_compute(env) && eval_dim_expr(e, env, env->n, &v) && v >= want) hi = mid;
-    else lo = mid + 1;
+    if (env_compute(env) && eval_dim_expr(e, env, env->n, &v) && v >= want)
+      hi = mid;
+    else
+      lo = mid + 1;
   }
   env->over[d] = lo;
   bool ok = env_compute(env) && eval_dim_expr(e, env, env->n, &v) && v == want;
@@ -166,7 +175,7 @@ static long solve_dim(DimEnv *env, int d, const AstExpr *e, long want) {
 
 typedef struct {
   DimEnv env;
-  const AstItem **params; /* the AST_PARAM items, in order */
+  const AstItem **params;     /* the AST_PARAM items, in order */
   const CtxrtTensor **tensor; /* the file's tensor for each, or NULL */
   int nparams;
 } Fit;
@@ -254,7 +263,8 @@ bool ctx_params_fit(CtxSession *s, const char *path, const CtxrtWeights *w, CtxB
   AstFile *model = ctx_pipeline_parse(s, path);
   if (!model || s->diag.errors) return false;
   int nps = 0;
-  for (int i = 0; i < model->nitems; i++) nps += model->items[i]->kind == AST_PARAM;
+  for (int i = 0; i < model->nitems; i++)
+    nps += model->items[i]->kind == AST_PARAM;
   CtxrtParam *ps = calloc((size_t)nps + 1, sizeof *ps);
   int32_t *match = calloc((size_t)nps + 1, sizeof *match);
   if (!ps || !match) ctx_oom();
@@ -268,7 +278,8 @@ bool ctx_params_fit(CtxSession *s, const char *path, const CtxrtWeights *w, CtxB
   long *before = calloc((size_t)f.env.n + 1, sizeof *before);
   bool *solved = calloc((size_t)f.env.n + 1, sizeof *solved);
   if (!before || !solved) ctx_oom();
-  for (int d = 0; d < f.env.n; d++) before[d] = f.env.value[d];
+  for (int d = 0; d < f.env.n; d++)
+    before[d] = f.env.value[d];
   int param, axis;
   bool fit = false;
   for (int round = 0; ok && round <= f.env.n; round++) {
@@ -305,7 +316,8 @@ static const char *span_text(CtxSession *s, CtxSpan span, size_t *len) {
 
 static void print_shape(CtxBuf *b, const SemaType *t) {
   ctx_buf_putc(b, '[');
-  for (int d = 0; t && d < t->rank; d++) ctx_buf_printf(b, "%s%ld", d ? ", " : "", t->dims[d]);
+  for (int d = 0; t && d < t->rank; d++)
+    ctx_buf_printf(b, "%s%ld", d ? ", " : "", t->dims[d]);
   ctx_buf_putc(b, ']');
 }
 
@@ -319,12 +331,15 @@ static const AstItem *param_item(const AstFile *f, const char *name) {
 
 /* The type of [p] as the model writes it (f32[3*H, H]), JSON-safe: the
  * language's shape expressions hold no quotes or backslashes. */
-static void print_written(CtxBuf *b, CtxSession *s, const AstFile *f, const SemaParam *p) {
+static void print_written(CtxBuf *b, CtxSession *s, const AstFile *f,
+                          const SemaParam *p) {
   const AstItem *it = param_item(f, p->name);
   size_t len;
   const char *text = it && it->type ? span_text(s, it->type->span, &len) : NULL;
-  if (text) ctx_buf_write(b, text, len);
-  else sema_print_type(b, p->type);
+  if (text)
+    ctx_buf_write(b, text, len);
+  else
+    sema_print_type(b, p->type);
 }
 
 static bool overridden(const CtxSession *s, const char *dim) {
@@ -339,7 +354,8 @@ static void print_json(CtxBuf *b, CtxSession *s, const AstFile *f, const SemaMod
     ctx_buf_printf(b, "%s\"%s\": %ld", d ? ", " : "", m->dims[d].name, m->dims[d].value);
   ctx_buf_puts(b, "}, \"params\": [");
   for (int i = 0; i < m->nparams; i++) {
-    ctx_buf_printf(b, "%s\n  {\"name\": \"%s\", \"shape\": ", i ? "," : "", m->params[i].name);
+    ctx_buf_printf(b, "%s\n  {\"name\": \"%s\", \"shape\": ", i ? "," : "",
+                   m->params[i].name);
     print_shape(b, m->params[i].type);
     ctx_buf_puts(b, ", \"type\": \"");
     print_written(b, s, f, &m->params[i]);
@@ -357,7 +373,8 @@ static void print_text(CtxBuf *b, CtxSession *s, const AstFile *f, const SemaMod
   for (int i = 0; i < m->nparams; i++) {
     const SemaType *t = m->params[i].type;
     long n = 1;
-    for (int d = 0; t && d < t->rank; d++) n *= t->dims[d];
+    for (int d = 0; t && d < t->rank; d++)
+      n *= t->dims[d];
     total += n;
     CtxBuf sh;
     ctx_buf_init(&sh);
@@ -370,8 +387,11 @@ static void print_text(CtxBuf *b, CtxSession *s, const AstFile *f, const SemaMod
   double bytes = (double)total * 4;
   ctx_buf_printf(b, "model %s: %d parameter%s, %ld values (", m->name, m->nparams,
                  m->nparams == 1 ? "" : "s", total);
-  if (bytes < 1e3) ctx_buf_printf(b, "%.0f bytes", bytes);
-  else ctx_buf_printf(b, "%.1f %s", bytes < 1e6 ? bytes / 1e3 : bytes / 1e6, bytes < 1e6 ? "kB" : "MB");
+  if (bytes < 1e3)
+    ctx_buf_printf(b, "%.0f bytes", bytes);
+  else
+    ctx_buf_printf(b, "%.1f %s", bytes < 1e6 ? bytes / 1e3 : bytes / 1e6,
+                   bytes < 1e6 ? "kB" : "MB");
   ctx_buf_puts(b, " as float32)\n");
   ctx_buf_puts(b, "dims:");
   for (int d = 0; d < m->ndims; d++)
@@ -383,7 +403,8 @@ static void print_text(CtxBuf *b, CtxSession *s, const AstFile *f, const SemaMod
     CtxBuf sh;
     ctx_buf_init(&sh);
     print_shape(&sh, m->params[i].type);
-    ctx_buf_printf(b, "  %-*s  %-*s  ", wname, m->params[i].name, wshape, ctx_buf_str(&sh));
+    ctx_buf_printf(b, "  %-*s  %-*s  ", wname, m->params[i].name, wshape,
+                   ctx_buf_str(&sh));
     ctx_buf_free(&sh);
     print_written(b, s, f, &m->params[i]);
     ctx_buf_putc(b, '\n');
@@ -399,7 +420,8 @@ static int write_template(CtxSession *s, const SemaModel *m) {
     const SemaType *t = m->params[i].type;
     ps[i].name = m->params[i].name;
     ps[i].ndim = t ? t->rank : 0;
-    for (int d = 0; t && d < t->rank; d++) ps[i].shape[d] = t->dims[d];
+    for (int d = 0; t && d < t->rank; d++)
+      ps[i].shape[d] = t->dims[d];
   }
   CtxrtWeights *w = NULL;
   CtxrtError err;
@@ -411,10 +433,12 @@ static int write_template(CtxSession *s, const SemaModel *m) {
   ctxrt_weights_destroy(w);
   free(ps);
   if (st) {
-    fprintf(stderr, "%s%s\n", strncmp(err.msg, "error: ", 7) == 0 ? "ctx: " : "", err.msg);
+    fprintf(stderr, "%s%s\n", strncmp(err.msg, "error: ", 7) == 0 ? "ctx: " : "",
+            err.msg);
     return st == CTXRT_ERR_IO ? CTX_EXIT_USAGE : CTX_EXIT_ICE;
   }
-  fprintf(s->out, "wrote %s: %d tensor%s, the default weights of seed %" PRIu64
+  fprintf(s->out,
+          "wrote %s: %d tensor%s, the default weights of seed %" PRIu64
           " (what ctx run uses without --weights)\n",
           o->template_path, m->nparams, m->nparams == 1 ? "" : "s", o->seed);
   return CTX_EXIT_OK;
@@ -424,8 +448,10 @@ int ctx_params(CtxSession *s) {
   const CtxParamsOptions *o = &s->opts.params;
   if (s->opts.nfiles != 1)
     return params_usage("ctx params takes one model file, found %s", s->opts.files[1]);
-  if (o->json && o->template_path) return params_usage("give --json or --template, not both%s", "");
-  if (o->seed_given && !o->template_path) return params_usage("--seed applies to --template only%s", "");
+  if (o->json && o->template_path)
+    return params_usage("give --json or --template, not both%s", "");
+  if (o->seed_given && !o->template_path)
+    return params_usage("--seed applies to --template only%s", "");
   AstFile *f = ctx_pipeline_parse(s, s->opts.files[0]);
   int nfiles;
   AstFile **files = f && !s->diag.errors ? ctx_pipeline_imports(s, f, &nfiles) : NULL;
@@ -436,14 +462,17 @@ int ctx_params(CtxSession *s) {
     int rc = ctx_session_exit_code(s);
     if (rc) return rc;
     CtxSpan none = {0, 0, 0, 0, 0};
-    ctx_diag_error(&s->diag, none, "%s: no model (a module has no parameters)", s->opts.files[0]);
+    ctx_diag_error(&s->diag, none, "%s: no model (a module has no parameters)",
+                   s->opts.files[0]);
     return CTX_EXIT_INPUT;
   }
   if (o->template_path) return write_template(s, m);
   CtxBuf b;
   ctx_buf_init(&b);
-  if (o->json) print_json(&b, s, f, m);
-  else print_text(&b, s, f, m);
+  if (o->json)
+    print_json(&b, s, f, m);
+  else
+    print_text(&b, s, f, m);
   fputs(ctx_buf_str(&b), s->out);
   ctx_buf_free(&b);
   return CTX_EXIT_OK;

@@ -264,8 +264,9 @@ CtxrtStatus ctxrt_weights_check(const CtxrtWeights *w, const char *name,
     err->line = 0;
     if (pr.shown < pr.count) {
       size_t at = strlen(err->msg);
-      snprintf(err->msg + at, sizeof err->msg - at, "\n%s: error: ... and %d more problems",
-               pr.file, (int)(pr.count - pr.shown));
+      snprintf(err->msg + at, sizeof err->msg - at,
+               "\n%s: error: ... and %d more problems", pr.file,
+               (int)(pr.count - pr.shown));
     }
   }
   return CTXRT_ERR_INVALID;
