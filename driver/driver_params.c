@@ -198,28 +198,43 @@ static bool fits(Fit *f, int *param, int *axis) {
   return true;
 }
 
-/* One round of solving: an axis that differs and depends on exactly one dim
- * not solved yet fixes that dim. False when no axis could be solved. */
-static bool solve_round(Fit *f, bool *solved) {
-  for (int i = 0; i < f->nparams; i++) {
-    const AstType *t = f->params[i]->type;
-    const CtxrtTensor *x = f->tensor[i];
-    if (!x || !t || x->ndim != t->ndims) continue;
-    for (int k = 0; k < t->ndims; k++) {
-      long v;
-      if (eval_dim_expr(t->dims[k], &f->env, f->env.n, &v) && v == x->shape[k]) continue;
-      int dep = -1, ndeps = 0;
-      for (int d = 0; d < f->env.n; d++)
-        if (!solved[d] && depends_on(t->dims[k], &f->env, d)) dep = d, ndeps++;
-      if (ndeps != 1) continue;
-      long value = solve_dim(&f->env, dep, t->dims[k], (long)x->shape[k]);
-      if (!value) continue;
-      f->env.over[dep] = value;
-      solved[dep] = true;
-      env_compute(&f->env);
-      return true;
-    }
+/* Solves axis [k] of parameter [i] (which differs from the file) for one of
+ * the unsolved dims it depends on: with [single], only when there is exactly
+ * one; else the earliest that gives it the file's length (a derived dim
+ * `G = 3*H` is then solved through H). */
+static bool solve_axis(Fit *f, bool *solved, int i, int k, bool single) {
+  const AstExpr *e = f->params[i]->type->dims[k];
+  int deps[64], ndeps = 0;
+  for (int d = 0; d < f->env.n && ndeps < 64; d++)
+    if (!solved[d] && depends_on(e, &f->env, d)) deps[ndeps++] = d;
+  if (ndeps == 0 || (single && ndeps != 1)) return false;
+  for (int j = 0; j < ndeps; j++) {
+    long value = solve_dim(&f->env, deps[j], e, (long)f->tensor[i]->shape[k]);
+    if (!value) continue;
+    f->env.over[deps[j]] = value;
+    solved[deps[j]] = true;
+    env_compute(&f->env);
+    return true;
   }
+  return false;
+}
+
+/* One round of solving: an axis that differs from the file fixes a dim,
+ * axes that depend on a single unsolved dim first. False when no axis could
+ * be solved. */
+static bool solve_round(Fit *f, bool *solved) {
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < f->nparams; i++) {
+      const AstType *t = f->params[i]->type;
+      const CtxrtTensor *x = f->tensor[i];
+      if (!x || !t || x->ndim != t->ndims) continue;
+      for (int k = 0; k < t->ndims; k++) {
+        long v;
+        if (eval_dim_expr(t->dims[k], &f->env, f->env.n, &v) && v == x->shape[k])
+          continue;
+        if (solve_axis(f, solved, i, k, pass == 0)) return true;
+      }
+    }
   return false;
 }
 

@@ -17,6 +17,7 @@ by hand or with the oracle (zoo.py treefc -D H=2 -D V=10).
   several     'Emb' named 'enc.Emb.weight', 'W' of shape [4, 2], no 'b', and an
               extra 'c': every problem at once
   h3v12       the shapes of the model with -D H=3 -D V=12
+  derived_h5  for models/derived.ctx: 'E' [10, 15], its shape with -D H=5
 """
 import json
 import os
@@ -68,6 +69,7 @@ def main():
         "i64": encode(good, {"b": "I64"}),
         "several": encode({"enc.Emb.weight": good["Emb"], "W": tensor([4, 2], 3),
                            "c": tensor([3], 1)}),
+        "derived_h5": encode({"E": tensor([10, 15], 2)}),
         "h3v12": encode({"Emb": tensor([12, 3], 0), "W": tensor([3, 6], 3),
                          "b": tensor([3], 5)}),
     }
