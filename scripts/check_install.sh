@@ -1,12 +1,14 @@
 #!/bin/sh
-# check_install.sh BUILD PREFIX — the install_prefix test: `cmake --install
+# check_install.sh BUILD PREFIX [CFLAGS] — the install_prefix test: `cmake --install
 # BUILD --prefix PREFIX`, then every installed part is where the README says
 # and works from there: the installed ctx runs an installed example on its
 # bundled sample (compiled and interpreted), and a C program compiles and
-# links against the installed header and libctxrt.
+# links against the installed header and libctxrt (with CFLAGS: the
+# sanitizers of a sanitized build).
 set -eu
 build=$1
 prefix=$2
+cflags=${3:-}
 rm -rf "$prefix"
 cmake --install "$build" --prefix "$prefix" >/dev/null
 for f in bin/ctx lib/libctxrt.a include/ctxrt.h share/ctx/stdlib/nn/lstm.ctx \
@@ -38,7 +40,7 @@ int main(void) {
   return 0;
 }
 C
-${CC:-cc} -std=c11 -I"$prefix/include" "$prefix/use_ctxrt.c" "$prefix/lib/libctxrt.a" \
+${CC:-cc} -std=c11 $cflags -I"$prefix/include" "$prefix/use_ctxrt.c" "$prefix/lib/libctxrt.a" \
   -ljansson -lpthread -lm -o "$prefix/use_ctxrt"
 "$prefix/use_ctxrt" | grep -q "^1 tensor, 6 values$"
 echo "install ok: $prefix"
