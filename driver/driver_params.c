@@ -181,17 +181,16 @@ typedef struct {
 } Fit;
 
 /* Whether every tensor of the fit has the shape its parameter has under the
- * environment; [axis] receives the first axis that differs (param, axis). */
-static bool fits(Fit *f, int *param, int *axis) {
+ * environment (a tensor of another rank never does). */
+static bool fits(const Fit *f) {
   for (int i = 0; i < f->nparams; i++) {
     const AstType *t = f->params[i]->type;
     const CtxrtTensor *x = f->tensor[i];
-    if (!x || !t || x->ndim != t->ndims) continue;
+    if (!x || !t) continue;
+    if (x->ndim != t->ndims) return false; /* no dims change a rank */
     for (int k = 0; k < t->ndims; k++) {
       long v;
       if (eval_dim_expr(t->dims[k], &f->env, f->env.n, &v) && v == x->shape[k]) continue;
-      *param = i;
-      *axis = k;
       return false;
     }
   }
@@ -295,10 +294,9 @@ bool ctx_params_fit(CtxSession *s, const char *path, const CtxrtWeights *w, CtxB
   if (!before || !solved) ctx_oom();
   for (int d = 0; d < f.env.n; d++)
     before[d] = f.env.value[d];
-  int param, axis;
   bool fit = false;
   for (int round = 0; ok && round <= f.env.n; round++) {
-    if ((fit = fits(&f, &param, &axis))) break;
+    if ((fit = fits(&f))) break;
     if (!solve_round(&f, solved)) break;
   }
   bool changed = false;
