@@ -1,11 +1,13 @@
 /* driver_flops.c — how many floating-point operations a run of a model does,
  * counted on its RA (for the GFLOP/s of `ctx run --time`).
  *
- * The count is the model's arithmetic as written, independent of the engine
- * and the schedule: one per arithmetic operation or function (+ - * /,
- * sigmoid, tanh, exp, ...), a reduction's accumulation one per term, so a
- * multiply-add is two, the usual convention of GFLOP/s figures. Comparisons,
- * index arithmetic and reads count nothing. A node runs the statements of its
+ * The count is the model's arithmetic, independent of the engine and the
+ * schedule: one per arithmetic operation or function (+ - * /, sigmoid, tanh,
+ * exp, ...), a reduction's accumulation one per term, so a multiply-add is
+ * two, the usual convention of GFLOP/s figures; an operation is counted once
+ * per combination of the variables it reads (in `U @ (h0 + h1)` the sum once
+ * per column, not once per element of U). Comparisons, index arithmetic and
+ * reads count nothing. A node runs the statements of its
  * rec functions whose conditions hold for it; a condition on the structure
  * (leaf(n), n.num_children == 2: RA reads them as the number of
  * dependencies) is decided for each number of dependencies, any other by the
@@ -88,25 +90,96 @@ static bool is_arith(int op) {
   return op == RA_ADD || op == RA_SUB || op == RA_MUL || op == RA_DIV;
 }
 
-/* Operations of one evaluation of [e]. */
-static double expr_flops(const RaExpr *e, long ndeps) {
+/* The variables an expression reads, as a set of RaVar ids (ids past 63
+ * share the last bit), and their extents. */
+typedef struct {
+  long ndeps;     /* of the node being counted */
+  double ext[64]; /* the extent of each variable seen */
+} Vars;
+
+static uint64_t var_bit(const RaVar *x) {
+  return (uint64_t)1 << (x->id < 63 ? x->id : 63);
+}
+
+static double extent(const Vars *v, const RaVar *x) {
+  return x->over_deps ? (double)v->ndeps : (double)x->extent;
+}
+
+/* How many times an operation reading the variables [mask] runs: once per
+ * combination of their values. */
+static double times(const Vars *v, uint64_t mask) {
+  double n = 1;
+  for (int b = 0; b < 64; b++)
+    if (mask >> b & 1) n *= v->ext[b];
+  return n;
+}
+
+static double expr_cost(const RaExpr *e, Vars *v, uint64_t *mask);
+
+/* The variables the indices of a read use (index arithmetic costs nothing). */
+static uint64_t read_vars(const RaExpr *e, Vars *v) {
+  uint64_t m = 0, sub;
+  for (int k = 0; k < e->nidx; k++) {
+    expr_cost(e->idx[k], v, &sub);
+    m |= sub;
+  }
+  if (e->dep) {
+    expr_cost(e->dep, v, &sub);
+    m |= sub;
+  }
+  return m;
+}
+
+/* The operations of [e] over all the values of the variables it reads, which
+ * go to [*mask]: a node costs one per combination of the variables below it,
+ * so a subexpression that does not read an axis is counted once, not once
+ * per element of that axis (U·(h_0 + h_1): the sum once per column). */
+static double expr_cost(const RaExpr *e, Vars *v, uint64_t *mask) {
+  uint64_t ma = 0, mb = 0, mc = 0;
+  double cost;
+  *mask = 0;
   if (!e) return 0;
   switch (e->kind) {
+  case RA_VAR:
+    v->ext[e->var->id < 63 ? e->var->id : 63] = extent(v, e->var);
+    *mask = var_bit(e->var);
+    return 0;
+  case RA_READ:
+    *mask = read_vars(e, v);
+    return 0;
   case RA_UNARY:
-    return (e->op == RA_FN_NOT ? 0 : 1) + expr_flops(e->a, ndeps);
+    cost = expr_cost(e->a, v, mask);
+    return cost + (e->op == RA_FN_NOT ? 0 : times(v, *mask));
   case RA_BINARY:
-    return (is_arith(e->op) ? 1 : 0) + expr_flops(e->a, ndeps) + expr_flops(e->b, ndeps);
+    cost = expr_cost(e->a, v, &ma) + expr_cost(e->b, v, &mb);
+    *mask = ma | mb;
+    return cost + (is_arith(e->op) ? times(v, *mask) : 0);
   case RA_SELECT: {
-    double a = expr_flops(e->a, ndeps), b = expr_flops(e->b, ndeps);
-    return expr_flops(e->c, ndeps) + (a > b ? a : b);
+    double c = expr_cost(e->c, v, &mc), a = expr_cost(e->a, v, &ma),
+           b = expr_cost(e->b, v, &mb);
+    *mask = ma | mb | mc;
+    return c + (a > b ? a : b);
   }
   case RA_REDUCE: {
-    double n = e->var->over_deps ? (double)ndeps : (double)e->var->extent;
-    return n * (expr_flops(e->a, ndeps) + 1);
+    uint64_t bit = var_bit(e->var);
+    v->ext[e->var->id < 63 ? e->var->id : 63] = extent(v, e->var);
+    cost = expr_cost(e->a, v, &ma);
+    *mask = ma & ~bit;
+    return cost + times(v, ma | bit); /* one accumulation per term */
   }
   default:
     return 0;
   }
+}
+
+/* The operations of the operator [op]: its body over every element. */
+static double op_flops(const RaOp *op, long ndeps) {
+  Vars v;
+  v.ndeps = ndeps;
+  for (int b = 0; b < 64; b++)
+    v.ext[b] = 1;
+  uint64_t mask;
+  return expr_cost(op->body, &v, &mask);
 }
 
 /* Operations of statements [from, n) of [b], up to a return ([*ret] set when
@@ -121,7 +194,7 @@ static double block_flops(const RaBlock *b, int from, long ndeps, bool *ret) {
       return sum;
     }
     if (st->kind == RA_STMT_OP) {
-      sum += (double)st->op->shape.size * expr_flops(st->op->body, ndeps);
+      sum += op_flops(st->op, ndeps);
       continue;
     }
     bool rt, re, rr;

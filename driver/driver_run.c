@@ -606,24 +606,23 @@ static int cmp_double(const void *a, const void *b) {
 
 /*   time: median_ms=0.412 p10_ms=0.398 p90_ms=0.455 batches=8 batch_size=25
  *   throughput: structures_per_s=60679.6 nodes_per_s=1.65e+06 gflop_per_s=10.8 ...
- * The latencies of the [n] timed batch runs [ms]; the throughput over all of
- * them: [reps] passes over the whole input. */
+ * The latencies of the [n] timed batch runs [ms] ([reps] passes over the
+ * input); the throughput of a pass at the median batch time (so that a few
+ * slow runs on a busy machine do not set it, as the latencies' median). */
 static void format_times(CtxRun *r, double *ms, int64_t n, int64_t batch, int64_t reps) {
-  double total = 0;
-  for (int64_t i = 0; i < n; i++) total += ms[i];
   qsort(ms, (size_t)n, sizeof *ms, cmp_double);
   double median = n % 2 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2;
   ctx_buf_printf(&r->timing, "time: median_ms=%.4f p10_ms=%.4f p90_ms=%.4f batches=%" PRId64
                      " batch_size=%" PRId64 "\n",
           median, ms[(n - 1) / 10], ms[(n - 1) - (n - 1) / 10], n, batch);
-  double flop = ctx_flops_forest(r->p, r->forest), secs = total / 1e3;
+  double flop = ctx_flops_forest(r->p, r->forest);
+  double secs = median * (double)(n / reps) / 1e3;
   if (secs <= 0) secs = 1e-9; /* below the clock's resolution */
   ctx_buf_printf(&r->timing,
                  "throughput: structures_per_s=%.1f nodes_per_s=%.4g gflop_per_s=%.4g "
                  "flop_per_pass=%.4g\n",
-                 (double)r->forest->num_structs * (double)reps / secs,
-                 (double)r->forest->num_nodes * (double)reps / secs,
-                 flop * (double)reps / secs / 1e9, flop);
+                 (double)r->forest->num_structs / secs, (double)r->forest->num_nodes / secs,
+                 flop / secs / 1e9, flop);
 }
 
 /* Progress of a long run on stderr, when it is a terminal: after the first
