@@ -37,6 +37,14 @@ typedef struct {
   const char *out; /* -o OUTDIR */
 } CtxBuildOptions;
 
+/* The options of `ctx params` (driver_params.c; see `ctx params --help`). */
+typedef struct {
+  bool json;                 /* --json */
+  const char *template_path; /* --template W.safetensors */
+  uint64_t seed;             /* --seed N for the template (default 0) */
+  bool seed_given;
+} CtxParamsOptions;
+
 typedef struct {
   CtxDump dump;
   int error_limit;
@@ -49,6 +57,7 @@ typedef struct {
   int ndefines;
   CtxRunOptions run;    /* ctx run only */
   CtxBuildOptions build; /* ctx build only */
+  CtxParamsOptions params; /* ctx params only */
 } CtxOptions;
 
 typedef struct {
@@ -105,6 +114,21 @@ int ctx_run(CtxSession *s);
 #define CTX_BUILD_USAGE "ctx build MODEL.ctx -o OUTDIR [-D NAME=VALUE]..."
 int ctx_build_option(int argc, char **argv, int *i, CtxOptions *o);
 int ctx_build(CtxSession *s);
+
+/* ctx params: an option of the verb (as ctx_run_option), and the verb: the
+ * model's parameters with their shapes and the dims, as text or JSON, or
+ * (--template) the seeded default weights written as a safetensors file.
+ * Returns an exit code. */
+#define CTX_PARAMS_USAGE \
+  "ctx params MODEL.ctx [-D NAME=VALUE]... [--json | --template W.safetensors]"
+int ctx_params_option(int argc, char **argv, int *i, CtxOptions *o);
+int ctx_params(CtxSession *s);
+
+/* The -D values (`-D H=64 -D V=100` into [out]) under which the shapes of the
+ * tensors of [w] (paired with the parameters by ctxrt_weights_match) are those
+ * of the parameters of the model file [path]. False when there are none, or
+ * when the shapes fit already. */
+bool ctx_params_fit(CtxSession *s, const char *path, const CtxrtWeights *w, CtxBuf *out);
 
 /* Prints `ctx: error: [fmt]` (with [arg]) and the usage line of [verb]
  * ([usage]; NULL: the general one) to stderr; returns CTX_EXIT_USAGE. */

@@ -37,4 +37,9 @@ void ctx_model_desc_init(CtxModelDesc *m, const RaProgram *p, const IlirKernel *
 
 void ctx_model_desc_free(CtxModelDesc *m);
 
+/* Floating-point operations of [p] at one node of [ndeps] dependencies, and
+ * over every node of [f], counted on RA (driver_flops.c says how). */
+double ctx_flops_node(const RaProgram *p, long ndeps);
+double ctx_flops_forest(const RaProgram *p, const CtxrtForest *f);
+
 #endif

@@ -61,19 +61,29 @@ static const char run_options[] =
     "                     (shapes binary, complete, nary, chain, grid, sequence; keys\n"
     "                     count, seed, vocab, features, values; docs/formats.md);\n"
     "                     vocab and features default to what the model reads\n"
-    "  --weights FILE     F32 safetensors named like the model's params (default:\n"
+    "  --weights FILE     safetensors named like the model's params, as ctx params\n"
+    "                     lists them (F32; F64, F16, BF16 converted) (default:\n"
     "                     seeded, uniform in [-0.1, 0.1])\n"
     "  --seed N           the seed of the default weights (default 0)\n"
     "  --output OUT.npy   write the outputs as .npy [rows, ...] (float32; float64\n"
     "                     with --interp) instead of printing a summary\n"
+    "  (every run ends with a line saying what ran:\n"
+    "   ran: engine=jit|interpreter threads=N weights=FILE|seed:N\n"
+    "        schedule=default|FILE output=OUT.npy|summary;\n"
+    "   a run of many batches shows its progress on stderr when that is a terminal)\n"
     "  --all-nodes        output every node (input order), not only the roots\n"
-    "  --batch B          run the input in batches of B structures (default: one)\n"
+    "  --batch B          run the input in batches of B structures (default: the\n"
+    "                     whole input as one batch)\n"
     "  --repeat R         run every batch R times (for timing; the outputs are the\n"
     "                     last run's)\n"
     "  --time             after one untimed pass, end with the latency per batch\n"
-    "                     (linearization included):\n"
+    "                     (linearization included) and the throughput:\n"
     "                     time: median_ms=.. p10_ms=.. p90_ms=.. batches=.. batch_size=..\n"
-    "  --threads N        threads the kernel runs on (default: every core)\n"
+    "                     throughput: structures_per_s=.. nodes_per_s=.. gflop_per_s=..\n"
+    "                     flop_per_pass=.. (FLOPs counted on the model's operations:\n"
+    "                     a multiply-add is two)\n"
+    "  --threads N        threads the kernel runs on (default: every core; more than\n"
+    "                     the cores online is allowed, with a warning)\n"
     "  -D NAME=VALUE      override dim NAME (also -DNAME=VALUE)\n"
     OPT_OPTIONS
     "  --error-limit=N    stop after N errors (default 20, 0 = no limit)\n"
@@ -90,6 +100,22 @@ static const char run_options[] =
     "\n"
     "exit codes: 0 ok, 1 errors in the model, 2 bad command line,\n"
     "            3 bad input or weights, 70 internal compiler error\n";
+
+/* ctx params; driver_params.c. */
+static const char params_options[] =
+    "  --json             print JSON instead: {\"model\", \"dims\": {NAME: VALUE},\n"
+    "                     \"params\": [{\"name\", \"shape\", \"type\"}]}\n"
+    "  --template FILE    write the default weights (seeded, uniform in [-0.1, 0.1];\n"
+    "                     what ctx run uses without --weights) as a safetensors file\n"
+    "  --seed N           the seed of --template (default 0)\n"
+    "  -D NAME=VALUE      override dim NAME (also -DNAME=VALUE)\n"
+    "  --error-limit=N    stop after N errors (default 20, 0 = no limit)\n"
+    "  -h, --help         show this help\n"
+    "\n"
+    "Lists every parameter: its name, its shape with the dims resolved, and its type\n"
+    "as the model declares it; a weights file (ctx run --weights) holds one F32\n"
+    "tensor of that name and shape for each. docs/pytorch.md shows how to make one\n"
+    "from a PyTorch model.\n";
 
 /* ctx build; driver_build.c. */
 static const char build_options[] =
@@ -123,6 +149,8 @@ static const Verb verbs[] = {
     {"run", "run a model (.ctx) on input structures",
      CTX_RUN_USAGE, run_options,
      ctx_run, ctx_run_option},
+    {"params", "list a model's parameters and their shapes, or write a weights template",
+     CTX_PARAMS_USAGE, params_options, ctx_params, ctx_params_option},
 #ifdef CTX_HAVE_JIT
     {"build", "compile a model ahead of time into a C library (.so, .a, header)",
      CTX_BUILD_USAGE, build_options, ctx_build, ctx_build_option},

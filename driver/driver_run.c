@@ -10,7 +10,11 @@
  *   per batch of --batch B structures (default: all), --repeat R times:
  *       the kernel over the linearized batch (driver_jit.c) or ra_interp_run
  *   --> rows --> --output OUT.npy (float32 compiled, float64 interpreted), or
- *   a summary on stdout; --time adds one line of latencies per batch
+ *   a summary on stdout; then one `ran:` line saying what ran (engine, threads,
+ *   weights, schedule, output); --time adds a line of latencies per batch and
+ *   one of throughput (structures, nodes and GFLOP/s, FLOPs counted on RA by
+ *   driver_flops.c); a long run shows its progress on stderr when that is a
+ *   terminal
  *
  * Command-line problems exit 2 before anything is compiled; model errors exit 1
  * through the pipeline's diagnostics; bad input data or weights exit 3 with
@@ -31,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #ifndef CTX_SOURCE_DIR
 #define CTX_SOURCE_DIR "." /* set by driver/CMakeLists.txt */
@@ -61,7 +66,8 @@ typedef struct {
   CtxrtModel *model;
 #endif
   char *sample; /* path of the bundled sample read, if any */
-  CtxBuf timing; /* --time: the line printed last */
+  int32_t threads; /* the compiled kernel's (1 for the interpreter) */
+  CtxBuf timing; /* --time: the lines printed last */
   CtxrtError err;
 } CtxRun;
 
@@ -204,6 +210,17 @@ static int check_command(CtxOptions *opts) {
   return 0;
 }
 
+/* More threads than cores only wait at each level's barrier for the ones the
+ * system has not scheduled. */
+static void warn_threads(const CtxRunOptions *r) {
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (r->interp || !r->threads || cores <= 0 || (long)r->threads <= cores) return;
+  fprintf(stderr,
+          "ctx: warning: --threads %" PRIu64 " is more than the %ld cores online; the "
+          "threads beyond them make every level wait\n",
+          r->threads, cores);
+}
+
 /* ---- input -------------------------------------------------------------- */
 
 /* The model's per-node values as the generators make them: an optional word
@@ -334,6 +351,31 @@ static CtxrtStatus validate(CtxRun *r) {
 
 /* ---- weights ------------------------------------------------------------ */
 
+/* The note that a weights file's F64, F16 or BF16 tensors were converted. */
+static void note_converted(const CtxRun *r) {
+  const CtxrtWeights *w = r->weights;
+  if (!w->num_converted) return;
+  fprintf(stderr, "%s: note: %d tensor%s converted to float32 from%s%s%s\n", r->o->weights,
+          (int)w->num_converted, w->num_converted == 1 ? "" : "s",
+          w->converted & CTXRT_CONVERTED_F64 ? " F64" : "",
+          w->converted & CTXRT_CONVERTED_F16 ? " F16" : "",
+          w->converted & CTXRT_CONVERTED_BF16 ? " BF16" : "");
+}
+
+/* After the weights check failed: the -D values that would make the file's
+ * shapes fit, when there are some (printed after the check's errors). */
+static void note_fit(CtxRun *r) {
+  CtxBuf b;
+  ctx_buf_init(&b);
+  if (ctx_params_fit(r->s, r->s->opts.files[0], r->weights, &b)) {
+    size_t n = strlen(r->err.msg);
+    snprintf(r->err.msg + n, sizeof r->err.msg - n,
+             "\n%s: note: the file's shapes fit the model with %s", r->o->weights,
+             ctx_buf_str(&b));
+  }
+  ctx_buf_free(&b);
+}
+
 /* --weights FILE, checked against the model, or the seeded defaults; then
  * float64 copies in RaParam order. Returns a status, or -1 after an internal
  * error reported to the session. */
@@ -343,7 +385,9 @@ static int load_weights(CtxRun *r) {
   CtxrtStatus st;
   if (r->o->weights) {
     st = ctxrt_st_read_file(r->o->weights, &r->weights, &r->err);
+    if (!st) note_converted(r);
     if (!st) st = ctxrt_weights_check(r->weights, r->o->weights, ps, p->nparams, &r->err);
+    if (st == CTXRT_ERR_INVALID) note_fit(r);
   } else {
     st = ctxrt_weights_create(ps, p->nparams, &r->weights, &r->err);
     if (st)
@@ -421,6 +465,23 @@ static void print_summary(const CtxRun *r, FILE *out) {
   if (r->rows > SUMMARY_ROWS)
     fprintf(out, "  ... (%" PRId64 " more row%s)\n", r->rows - SUMMARY_ROWS,
             r->rows - SUMMARY_ROWS == 1 ? "" : "s");
+}
+
+/*   ran: engine=jit threads=2 weights=seed:0 schedule=default output=summary
+ * What ran, on every run: the engine (jit: the compiled float32 kernel;
+ * interpreter: the float64 one), its threads, the weights (a file's base name,
+ * or the seed of the default ones), the schedule (a -s file's base name, or
+ * the default) and where the outputs went (the --output path, or this
+ * summary). */
+static void print_ran(const CtxRun *r, FILE *out) {
+  const CtxRunOptions *o = r->o;
+  fprintf(out, "ran: engine=%s threads=%d weights=", o->interp ? "interpreter" : "jit",
+          (int)r->threads);
+  if (o->weights) fputs(base_name(o->weights), out);
+  else fprintf(out, "seed:%" PRIu64, o->seed);
+  fprintf(out, " schedule=%s output=%s\n",
+          r->s->opts.schedule ? base_name(r->s->opts.schedule) : "default",
+          o->output ? o->output : "summary");
 }
 
 /* ---- the run ------------------------------------------------------------ */
@@ -543,13 +604,58 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/*   time: median_ms=0.412 p10_ms=0.398 p90_ms=0.455 batches=8 batch_size=25 */
-static void format_times(CtxRun *r, double *ms, int64_t n, int64_t batch) {
+/*   time: median_ms=0.412 p10_ms=0.398 p90_ms=0.455 batches=8 batch_size=25
+ *   throughput: structures_per_s=60679.6 nodes_per_s=1.65e+06 gflop_per_s=10.8 ...
+ * The latencies of the [n] timed batch runs [ms] ([reps] passes over the
+ * input); the throughput of a pass at the median batch time (so that a few
+ * slow runs on a busy machine do not set it, as the latencies' median). */
+static void format_times(CtxRun *r, double *ms, int64_t n, int64_t batch, int64_t reps) {
   qsort(ms, (size_t)n, sizeof *ms, cmp_double);
   double median = n % 2 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2;
   ctx_buf_printf(&r->timing, "time: median_ms=%.4f p10_ms=%.4f p90_ms=%.4f batches=%" PRId64
                      " batch_size=%" PRId64 "\n",
           median, ms[(n - 1) / 10], ms[(n - 1) - (n - 1) / 10], n, batch);
+  double flop = ctx_flops_forest(r->p, r->forest);
+  double secs = median * (double)(n / reps) / 1e3;
+  if (secs <= 0) secs = 1e-9; /* below the clock's resolution */
+  ctx_buf_printf(&r->timing,
+                 "throughput: structures_per_s=%.1f nodes_per_s=%.4g gflop_per_s=%.4g "
+                 "flop_per_pass=%.4g\n",
+                 (double)r->forest->num_structs / secs, (double)r->forest->num_nodes / secs,
+                 flop / secs / 1e9, flop);
+}
+
+/* Progress of a long run on stderr, when it is a terminal: after the first
+ * second (CTX_PROGRESS_AFTER_MS milliseconds when set: for tests), at most
+ * four times a second, overwriting one line. */
+typedef struct {
+  bool on;
+  double start, last, after;
+  int64_t total;
+} Progress;
+
+static void progress_init(Progress *pg, int64_t total) {
+  const char *env = getenv("CTX_PROGRESS_AFTER_MS");
+  pg->on = isatty(STDERR_FILENO) == 1;
+  pg->start = now_ms();
+  pg->last = 0;
+  pg->after = env && *env ? atof(env) : 1000;
+  pg->total = total;
+}
+
+static void progress_tick(Progress *pg, int64_t done) {
+  if (!pg->on) return;
+  double t = now_ms();
+  if (t - pg->start < pg->after || t - pg->last < 250) return;
+  pg->last = t;
+  double rate = (double)done / ((t - pg->start) / 1e3);
+  fprintf(stderr, "\rctx: batch %" PRId64 "/%" PRId64 ", %.1f batches/s, %.0f s left\033[K",
+          done, pg->total, rate, rate > 0 ? (double)(pg->total - done) / rate : 0.0);
+  fflush(stderr);
+}
+
+static void progress_end(const Progress *pg) {
+  if (pg->on && pg->last > 0) fputs("\r\033[K", stderr);
 }
 
 /* The forest in batches of --batch structures, --repeat times (after a
@@ -569,16 +675,24 @@ static CtxrtStatus run_batches(CtxRun *r) {
     at[b] = row;
     row += r->o->all_nodes ? slices[b]->num_nodes : ctxrt_forest_outputs(slices[b], NULL);
   }
+  int64_t warm = r->o->time ? nb : 0;
+  Progress pg;
+  progress_init(&pg, warm + nb * reps);
   CtxrtStatus st = CTXRT_OK;
   /* with --time, one untimed pass first (buffers grown, thread team started,
    * caches warm), as the bench's baselines do */
-  for (int64_t b = 0; r->o->time && b < nb && !st; b++) st = run_one(r, slices[b], at[b]);
+  for (int64_t b = 0; b < warm && !st; b++) {
+    st = run_one(r, slices[b], at[b]);
+    progress_tick(&pg, b + 1);
+  }
   for (int64_t i = 0; i < nb * reps && !st; i++) {
     double t0 = now_ms();
     st = run_one(r, slices[i % nb], at[i % nb]);
     ms[i] = now_ms() - t0;
+    progress_tick(&pg, warm + i + 1);
   }
-  if (!st && r->o->time && nb) format_times(r, ms, nb * reps, batch);
+  progress_end(&pg);
+  if (!st && r->o->time && nb) format_times(r, ms, nb * reps, batch, reps);
   for (int64_t b = 0; b < nb; b++) slice_free(slices[b]);
   free(slices);
   free(at);
@@ -604,6 +718,7 @@ static int run_stages(CtxRun *r) {
     if (ctxrt_model_create(&r->desc.desc, r->weights, &r->model, &r->err) ||
         ctxrt_model_set_threads(r->model, (int32_t)r->o->threads, &r->err))
       return report(r);
+    r->threads = ctxrt_model_threads(r->model);
   }
 #endif
   if (run_batches(r)) return report(r);
@@ -611,6 +726,7 @@ static int run_stages(CtxRun *r) {
     for (size_t i = 0; i < (size_t)r->rows * size; i++) r->out[i] = r->fout[i];
   if (r->o->output && write_npy(r)) return report(r);
   if (!r->o->output) print_summary(r, r->s->out);
+  print_ran(r, r->s->out);
   fputs(ctx_buf_str(&r->timing), r->s->out);
   return CTX_EXIT_OK;
 }
@@ -622,7 +738,9 @@ int ctx_run(CtxSession *s) {
   memset(&r, 0, sizeof r);
   r.s = s;
   r.o = &s->opts.run;
+  r.threads = 1;
   ctx_buf_init(&r.timing);
+  warn_threads(r.o);
   r.p = ctx_pipeline_ra(s, s->opts.files[0]);
   if (!r.p) {
     rc = ctx_session_exit_code(s);

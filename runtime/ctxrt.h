@@ -47,12 +47,14 @@ typedef enum CtxrtStatus {
   CTXRT_ERR_NOMEM = 5,   /* out of memory, or an input too large to represent */
 } CtxrtStatus;
 
-#define CTXRT_MSG_SIZE 512
+/* Room for several lines: the weights check lists every problem it finds. */
+#define CTXRT_MSG_SIZE 2048
 
 typedef struct CtxrtError {
   CtxrtStatus status;       /* CTXRT_OK when nothing went wrong */
   int32_t line;             /* 1-based line the message names; 0 when none */
-  char msg[CTXRT_MSG_SIZE]; /* the whole message, NUL-terminated, truncated to fit */
+  char msg[CTXRT_MSG_SIZE]; /* the whole message, NUL-terminated, truncated to fit;
+                               several problems are several lines */
 } CtxrtError;
 
 /* Sets [err] to "no error" (status CTXRT_OK, empty message). [err] may be NULL. */
@@ -348,9 +350,14 @@ typedef struct CtxrtTensor {
   float *data;   /* numel floats, row-major, 64-byte aligned */
 } CtxrtTensor;
 
+/* Bits of CtxrtWeights.converted: the dtypes a file's tensors were converted from. */
+enum { CTXRT_CONVERTED_F64 = 1, CTXRT_CONVERTED_F16 = 2, CTXRT_CONVERTED_BF16 = 4 };
+
 typedef struct CtxrtWeights {
   int32_t count;
   CtxrtTensor *tensors; /* in file order (read) or declaration order (created) */
+  int32_t num_converted; /* tensors the file held as F64, F16 or BF16 (read as float32) */
+  unsigned converted;    /* CTXRT_CONVERTED_* bits of those dtypes */
 } CtxrtWeights;
 
 /* Makes zero-filled weights with one tensor per entry of [params] ([n] of them),
@@ -366,17 +373,33 @@ const CtxrtTensor *ctxrt_weights_find(const CtxrtWeights *weights, const char *n
 
 /* Checks [weights] (read from the file [name], used in messages) against the
  * model's [n] parameters [params]: every parameter present with its exact shape,
- * and no other tensor. Returns CTXRT_ERR_INVALID naming the first parameter, in
- * declaration order, that is missing or mis-shaped (with both shapes), else the
- * first extra tensor in file order. */
+ * and no other tensor. Returns CTXRT_ERR_INVALID with every problem in the
+ * message, one line each (`NAME: error: ...`): the parameters, in declaration
+ * order, that are missing or mis-shaped (with both shapes), then the extra
+ * tensors in file order. A missing parameter that ctxrt_weights_match pairs
+ * with an extra tensor is one problem naming both (`missing tensor 'U_iou'
+ * (shape [6, 2]); the file has 'cell.U_iou.weight' [6, 2]: rename it`). Lines
+ * past the message's room are counted in a last line. */
 CtxrtStatus ctxrt_weights_check(const CtxrtWeights *weights, const char *name,
                                 const CtxrtParam *params, int32_t n, CtxrtError *err);
 
-/* Reads a safetensors file. Only F32 tensors are accepted; rejected with a message:
- * a file shorter than 8 bytes, a header length past the end of the file, a header
- * that is not a JSON object or is malformed, a duplicate tensor name, a dtype other
- * than F32 (naming the tensor and dtype), a bad shape or data_offsets entry,
- * offsets that disagree with the shape, overlap or run past the data (truncated). */
+/* Pairs each of the [n] parameters [params] with a tensor of [weights]:
+ * match[i] is the index in weights->tensors of the tensor named exactly
+ * params[i].name, else of a tensor named like it that no parameter is named
+ * exactly — PyTorch's spelling of it: a module path before it and `.weight`
+ * after it dropped (`cell.U_iou.weight` for `U_iou`), case ignored, or one or
+ * two letters apart — else -1. Each tensor is paired once at most. Returns how
+ * many pairs are not exact. */
+int32_t ctxrt_weights_match(const CtxrtWeights *weights, const CtxrtParam *params,
+                            int32_t n, int32_t *match);
+
+/* Reads a safetensors file. F32 tensors are read as they are, F64, F16 and BF16
+ * ones converted to float32 (round to nearest; counted in num_converted and
+ * converted). Rejected with a message: a file shorter than 8 bytes, a header
+ * length past the end of the file, a header that is not a JSON object or is
+ * malformed, a duplicate tensor name, another dtype (naming the tensor and
+ * dtype), a bad shape or data_offsets entry, offsets that disagree with the shape
+ * and dtype, overlap or run past the data (truncated). */
 CtxrtStatus ctxrt_st_read_file(const char *path, CtxrtWeights **out, CtxrtError *err);
 CtxrtStatus ctxrt_st_read_buffer(const char *name, const unsigned char *data, size_t len,
                                  CtxrtWeights **out, CtxrtError *err);

@@ -1,4 +1,4 @@
-/* ctxrt_safetensors.c — reading and writing safetensors files of F32 tensors.
+/* ctxrt_safetensors.c — reading and writing safetensors files of float tensors.
  *
  * Layout: an 8-byte little-endian header length N, N bytes of JSON mapping each
  * tensor name to {"dtype", "shape", "data_offsets": [BEGIN, END]} (plus an
@@ -6,8 +6,12 @@
  * its start. The JSON is parsed by jansson (duplicate keys rejected); every field
  * is checked before any data is touched.
  *
+ * F32 tensors are read as they are; F64, F16 and BF16 tensors (what PyTorch
+ * saves from double or half-precision models) are converted to float32, round
+ * to nearest, and counted in the weights (num_converted) so the caller can say so.
+ *
  * Guarantees: no read outside the buffer whatever the header says; memory bounded
- * by the input size (the tensors hold exactly the bytes the file holds); the first
+ * by a small multiple of the input size; the first
  * problem is reported naming the tensor (file order); data is decoded from
  * little-endian bytes, so the reader works on any host. The writer emits tensors
  * in order, contiguous from offset 0, with the header padded by spaces to a
@@ -19,8 +23,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The dtypes read, and their sizes in bytes. */
+typedef enum { ST_F32, ST_F64, ST_F16, ST_BF16, ST_NUM_DTYPES } StDtype;
+static const char *const st_dtype_names[ST_NUM_DTYPES] = {"F32", "F64", "F16", "BF16"};
+static const unsigned st_dtype_bytes[ST_NUM_DTYPES] = {4, 8, 2, 2};
+
 typedef struct StEntry {
   const char *name;
+  StDtype dtype;
   int32_t ndim;
   int64_t shape[CTXRT_MAX_DIMS];
   uint64_t begin, end;
@@ -69,10 +79,14 @@ static CtxrtStatus read_entry(StReader *r, StEntry *e, const char *name, json_t 
                       "'data_offsets'");
   json_t *dtype = json_object_get(obj, "dtype");
   if (!json_is_string(dtype)) return tensor_err(r, name, "missing 'dtype'");
-  if (strcmp(json_string_value(dtype), "F32") != 0)
+  e->dtype = ST_NUM_DTYPES;
+  for (int k = 0; k < ST_NUM_DTYPES; k++)
+    if (strcmp(json_string_value(dtype), st_dtype_names[k]) == 0) e->dtype = (StDtype)k;
+  if (e->dtype == ST_NUM_DTYPES)
     return ctxrt__err(
         r->err, CTXRT_ERR_SYNTAX, r->file, 0,
-        "tensor '%s' has dtype '%s', only 'F32' is supported",
+        "tensor '%s' has dtype '%s'; supported: F32, and F64, F16, BF16 (converted "
+        "to F32)",
         ctxrt__quote(q, name, strlen(name)),
         ctxrt__quote(q2, json_string_value(dtype), strlen(json_string_value(dtype))));
   CtxrtStatus st = read_shape(r, e, obj);
@@ -90,14 +104,15 @@ static CtxrtStatus read_entry(StReader *r, StEntry *e, const char *name, json_t 
   ctxrt__format_shape(sh, sizeof sh, e->ndim, e->shape);
   if (!ctxrt__shape_numel(e->ndim, e->shape, &numel))
     return tensor_err(r, name, "the shape has too many elements");
-  if (e->end - e->begin != (uint64_t)numel * 4)
+  unsigned size = st_dtype_bytes[e->dtype];
+  if (e->end - e->begin != (uint64_t)numel * size)
     return ctxrt__err(
         r->err, CTXRT_ERR_SYNTAX, r->file, 0,
         "tensor '%s': data_offsets [%llu, %llu] hold %llu bytes, but shape %s "
-        "of F32 needs %llu",
+        "of %s needs %llu",
         ctxrt__quote(q, name, strlen(name)), (unsigned long long)e->begin,
         (unsigned long long)e->end, (unsigned long long)(e->end - e->begin), sh,
-        (unsigned long long)numel * 4);
+        st_dtype_names[e->dtype], (unsigned long long)numel * size);
   if (e->end > r->data_len)
     return ctxrt__err(r->err, CTXRT_ERR_SYNTAX, r->file, 0,
                       "truncated file: tensor '%s' ends at byte %llu of the data, but "
@@ -179,12 +194,46 @@ static CtxrtStatus read_entries(StReader *r, json_t *root, StEntry *e, size_t *n
   return check_overlap(r, e, *n);
 }
 
-static float le_float(const unsigned char *p) {
-  uint32_t u =
-      (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+static float bits_float(uint32_t u) {
   float f;
   memcpy(&f, &u, sizeof f);
   return f;
+}
+
+static uint64_t le_bytes(const unsigned char *p, unsigned n) {
+  uint64_t u = 0;
+  for (unsigned i = n; i-- > 0;)
+    u = u << 8 | p[i];
+  return u;
+}
+
+/* IEEE 754 binary16 to float: every half value is exactly a float. */
+static float half_float(uint32_t h) {
+  uint32_t sign = (h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+  if (exp == 0x1f) return bits_float(sign | 0x7f800000u | man << 13); /* inf, NaN */
+  if (exp == 0) { /* zero or subnormal: man * 2^-24 */
+    float f = (float)man * 0x1p-24f;
+    return sign ? -f : f;
+  }
+  return bits_float(sign | (exp + 112) << 23 | man << 13);
+}
+
+/* One element of dtype [d] at [p] as a float. */
+static float st_element(StDtype d, const unsigned char *p) {
+  switch (d) {
+  case ST_F64: {
+    uint64_t u = le_bytes(p, 8);
+    double x;
+    memcpy(&x, &u, sizeof x);
+    return (float)x;
+  }
+  case ST_F16:
+    return half_float((uint32_t)le_bytes(p, 2));
+  case ST_BF16: /* the top half of a float */
+    return bits_float((uint32_t)le_bytes(p, 2) << 16);
+  default:
+    return bits_float((uint32_t)le_bytes(p, 4));
+  }
 }
 
 /* Copies the checked entries out of [data] into new weights. */
@@ -198,8 +247,13 @@ static CtxrtStatus make_weights(StReader *r, const StEntry *e, size_t n,
       ctxrt_weights_destroy(w);
       return ctxrt__nomem(r->err, r->file);
     }
+    unsigned size = st_dtype_bytes[e[i].dtype];
     for (int64_t k = 0; k < t->numel; k++)
-      t->data[k] = le_float(data + e[i].begin + 4 * k);
+      t->data[k] = st_element(e[i].dtype, data + e[i].begin + size * (uint64_t)k);
+    if (e[i].dtype != ST_F32) {
+      w->num_converted++;
+      w->converted |= 1u << (e[i].dtype - 1);
+    }
   }
   *out = w;
   return CTXRT_OK;

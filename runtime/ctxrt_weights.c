@@ -6,11 +6,14 @@
  * may use aligned vector loads); the safetensors reader builds weights through
  * the same helpers. Guarantees: the initialiser's values are exactly those
  * documented in ctxrt.h (one splitmix64 stream, declaration order, row-major),
- * identical in float and double; the checker reports the first problem in
- * declaration order, naming the tensor and both shapes.
+ * identical in float and double; the checker reports every problem, parameters
+ * in declaration order then extra tensors, naming the tensor and both shapes,
+ * and pairs a missing parameter with the file's tensor that looks like it.
  */
 #include "ctxrt_int.h"
 
+#include <ctype.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,36 +119,157 @@ CtxrtStatus ctxrt_weights_create(const CtxrtParam *params, int32_t n, CtxrtWeigh
   return CTXRT_OK;
 }
 
-CtxrtStatus ctxrt_weights_check(const CtxrtWeights *w, const char *name,
-                                const CtxrtParam *params, int32_t n, CtxrtError *err) {
-  char q[CTXRT_QUOTE_SIZE], want[200], got[200];
-  for (int32_t i = 0; i < n; i++) {
-    const CtxrtParam *p = &params[i];
-    const CtxrtTensor *t = ctxrt_weights_find(w, p->name);
-    ctxrt__quote(q, p->name, strlen(p->name));
-    ctxrt__format_shape(want, sizeof want, p->ndim, p->shape);
-    if (!t)
-      return ctxrt__err(err, CTXRT_ERR_INVALID, name, 0, "missing tensor '%s' (shape %s)",
-                        q, want);
-    int same = t->ndim == p->ndim;
-    for (int32_t d = 0; same && d < p->ndim; d++)
-      same = t->shape[d] == p->shape[d];
-    if (!same) {
-      ctxrt__format_shape(got, sizeof got, t->ndim, t->shape);
-      return ctxrt__err(err, CTXRT_ERR_INVALID, name, 0,
-                        "tensor '%s' has shape %s, expected %s", q, got, want);
+/* ------------------------------------------------------------ checking a file */
+
+/* Levenshtein distance of [a] and [b] ignoring case, or 3 when it is above 2
+ * (all the matcher needs). */
+static int near_distance(const char *a, const char *b) {
+  size_t n = strlen(a), m = strlen(b);
+  if (n > 64 || m > 64 || (n > m ? n - m : m - n) > 2) return 3;
+  int row[65];
+  for (size_t j = 0; j <= m; j++) row[j] = (int)j;
+  for (size_t i = 1; i <= n; i++) {
+    int diag = row[0];
+    row[0] = (int)i;
+    for (size_t j = 1; j <= m; j++) {
+      int up = row[j];
+      int same = tolower((unsigned char)a[i - 1]) == tolower((unsigned char)b[j - 1]);
+      int best = diag + !same;
+      if (up + 1 < best) best = up + 1;
+      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+      row[j] = best;
+      diag = up;
     }
   }
-  for (int32_t i = 0; i < w->count; i++) {
-    int known = 0;
-    for (int32_t j = 0; j < n && !known; j++)
-      known = strcmp(w->tensors[i].name, params[j].name) == 0;
-    if (!known)
-      return ctxrt__err(err, CTXRT_ERR_INVALID, name, 0,
-                        "extra tensor '%s' (the model has no such parameter)",
-                        ctxrt__quote(q, w->tensors[i].name, strlen(w->tensors[i].name)));
+  return row[m] > 2 ? 3 : row[m];
+}
+
+/* How well the tensor name [t] matches the parameter [p]: 0 for PyTorch's
+ * spelling of it (`enc.cell.U_iou.weight`: module path and `.weight` dropped),
+ * 1 when only the case differs, 2 and 3 for one and two letters apart, and
+ * 4 for no match. */
+static int name_score(const char *t, const char *p) {
+  size_t n = strlen(t);
+  char key[128];
+  if (n >= sizeof key) return 4;
+  memcpy(key, t, n + 1);
+  if (n > 7 && strcmp(key + n - 7, ".weight") == 0) key[n - 7] = '\0';
+  const char *dot = strrchr(key, '.');
+  const char *last = dot ? dot + 1 : key;
+  if (strcmp(last, p) == 0) return 0;
+  if (strlen(last) == strlen(p) && near_distance(last, p) == 0) return 1;
+  int d = near_distance(last, p);
+  if (d <= 2 && strlen(p) > (size_t)(2 * d)) return d + 1;
+  return 4;
+}
+
+static int is_param(const CtxrtParam *params, int32_t n, const char *name) {
+  for (int32_t j = 0; j < n; j++)
+    if (strcmp(params[j].name, name) == 0) return 1;
+  return 0;
+}
+
+int32_t ctxrt_weights_match(const CtxrtWeights *w, const CtxrtParam *params, int32_t n,
+                            int32_t *match) {
+  int32_t guesses = 0;
+  for (int32_t i = 0; i < n; i++) {
+    match[i] = -1;
+    for (int32_t t = 0; t < w->count && match[i] < 0; t++)
+      if (strcmp(w->tensors[t].name, params[i].name) == 0) match[i] = t;
   }
-  return CTXRT_OK;
+  /* the best guesses first: score 0 for every parameter, then 1, ... */
+  for (int score = 0; score < 4; score++)
+    for (int32_t i = 0; i < n; i++) {
+      if (match[i] >= 0) continue;
+      for (int32_t t = 0; t < w->count && match[i] < 0; t++) {
+        int taken = is_param(params, n, w->tensors[t].name);
+        for (int32_t j = 0; j < n && !taken; j++) taken = match[j] == t;
+        if (!taken && name_score(w->tensors[t].name, params[i].name) == score) {
+          match[i] = t;
+          guesses++;
+        }
+      }
+    }
+  return guesses;
+}
+
+static int same_shape(const CtxrtTensor *t, const CtxrtParam *p) {
+  if (t->ndim != p->ndim) return 0;
+  for (int32_t d = 0; d < p->ndim; d++)
+    if (t->shape[d] != p->shape[d]) return 0;
+  return 1;
+}
+
+/* The problems of a check, gathered into one message of several lines. */
+typedef struct {
+  CtxrtError *err;
+  const char *file;
+  int32_t count, shown;
+} Problems;
+
+static void problem(Problems *pr, const char *fmt, ...) CTXRT_PRINTF(2, 3);
+static void problem(Problems *pr, const char *fmt, ...) {
+  char line[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  pr->count++;
+  if (!pr->err) return;
+  size_t at = pr->count == 1 ? 0 : strlen(pr->err->msg);
+  /* keep room for the line that counts the problems not shown */
+  size_t need = strlen(pr->file) + strlen(line) + 16 + 80;
+  if (pr->shown < pr->count - 1 || at + need > sizeof pr->err->msg) return;
+  snprintf(pr->err->msg + at, sizeof pr->err->msg - at, "%s%s: error: %s",
+           at ? "\n" : "", pr->file, line);
+  pr->shown++;
+}
+
+static void check_param(Problems *pr, const CtxrtWeights *w, const CtxrtParam *p,
+                        int32_t match) {
+  char q[CTXRT_QUOTE_SIZE], q2[CTXRT_QUOTE_SIZE], want[200], got[200];
+  ctxrt__quote(q, p->name, strlen(p->name));
+  ctxrt__format_shape(want, sizeof want, p->ndim, p->shape);
+  const CtxrtTensor *t = match >= 0 ? &w->tensors[match] : NULL;
+  if (t) ctxrt__format_shape(got, sizeof got, t->ndim, t->shape);
+  if (!t)
+    problem(pr, "missing tensor '%s' (shape %s)", q, want);
+  else if (strcmp(t->name, p->name) != 0)
+    problem(pr, "missing tensor '%s' (shape %s); the file has '%s' %s: rename it%s", q,
+            want, ctxrt__quote(q2, t->name, strlen(t->name)), got,
+            same_shape(t, p) ? "" : " (and give it the model's shape)");
+  else if (!same_shape(t, p))
+    problem(pr, "tensor '%s' has shape %s, expected %s", q, got, want);
+}
+
+CtxrtStatus ctxrt_weights_check(const CtxrtWeights *w, const char *name,
+                                const CtxrtParam *params, int32_t n, CtxrtError *err) {
+  char q[CTXRT_QUOTE_SIZE];
+  int32_t *match = malloc(((size_t)(n > 0 ? n : 0) + 1) * sizeof *match);
+  if (!match) return ctxrt__nomem(err, name);
+  ctxrt_weights_match(w, params, n, match);
+  Problems pr = {err, name ? name : "weights", 0, 0};
+  for (int32_t i = 0; i < n; i++) check_param(&pr, w, &params[i], match[i]);
+  for (int32_t t = 0; t < w->count; t++) {
+    int used = 0;
+    for (int32_t i = 0; i < n && !used; i++) used = match[i] == t;
+    if (!used)
+      problem(&pr, "extra tensor '%s' (the model has no such parameter)",
+              ctxrt__quote(q, w->tensors[t].name, strlen(w->tensors[t].name)));
+  }
+  free(match);
+  if (!pr.count) return CTXRT_OK;
+  if (err) {
+    err->status = CTXRT_ERR_INVALID;
+    err->line = 0;
+    if (pr.shown < pr.count) {
+      size_t at = strlen(err->msg);
+      snprintf(err->msg + at, sizeof err->msg - at,
+               "\n%s: error: ... and %d more problems", pr.file,
+               (int)(pr.count - pr.shown));
+    }
+  }
+  return CTXRT_ERR_INVALID;
 }
 
 /* ---------------------------------------------------------------- initialiser */

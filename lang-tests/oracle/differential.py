@@ -70,6 +70,7 @@ SMALL = {
     "treefc": {"H": 16, "V": 50},
     "treegru": {"H": 12, "V": 50},
     "treelstm": {"H": 16, "V": 50},
+    "narytreelstm": {"H": 12, "V": 50},
     "mvrnn": {"H": 8, "V": 50},
     "childsum": {"H": 12, "V": 50, "K": 4},
     "dagrnn": {"H": 16},
@@ -81,7 +82,7 @@ DEEP_SCALE = 0.1
 
 def all_cases():
     cases = []
-    for model in ("treefc", "treegru", "treelstm", "mvrnn"):
+    for model in ("treefc", "treegru", "treelstm", "narytreelstm", "mvrnn"):
         d = SMALL[model]
         cases += [
             Case(model, "single", d),
@@ -107,6 +108,8 @@ def all_cases():
         Case("treegru", "random", {"H": 72, "V": 50}, n=25, scale=0.3,
              tag="tiles"),
         Case("treelstm", "random", {"H": 40, "V": 50}, n=25, scale=0.3,
+             tag="tiles"),
+        Case("narytreelstm", "random", {"H": 40, "V": 50}, n=25, scale=0.3,
              tag="tiles"),
         Case("mvrnn", "random", {"H": 21, "V": 50}, n=25, scale=0.3,
              tag="tiles"),

@@ -111,6 +111,28 @@ def treelstm(m, w, kids):
     return (h, c)
 
 
+def narytreelstm(m, w, kids):
+    # Tai et al.'s binary N-ary TreeLSTM: per-child matrices in every gate
+    H = m.H
+    if not kids:
+        g = m.Emb[w] + m.b_iou
+    else:
+        (h_0, c_0), (h_1, c_1) = kids
+        hh = cat(h_0, h_1)
+        g = m.U_iou @ hh + m.b_iou
+    i = sigmoid(g[0:H])
+    o = sigmoid(g[H:2 * H])
+    u = tanh(g[2 * H:3 * H])
+    if not kids:
+        c = i * u
+    else:
+        f_0 = sigmoid(m.U_f0 @ hh + m.b_f)
+        f_1 = sigmoid(m.U_f1 @ hh + m.b_f)
+        c = i * u + f_0 * c_0 + f_1 * c_1
+    h = o * tanh(c)
+    return (h, c)
+
+
 def childsum(m, w, kids):
     H = m.H
     x = m.Emb[w]
@@ -207,6 +229,12 @@ MODELS = {
                    ("b_iou", (3 * d["H"],)), ("U_f", (d["H"], d["H"])),
                    ("b_f", (d["H"],))],
         "tree", "leaf-words", lambda d: 2, treelstm, _first, binary=True),
+    "narytreelstm": Model(
+        "narytreelstm", {"H": 256, "V": 20000},
+        lambda d: [("Emb", (d["V"], 3 * d["H"])), ("U_iou", (3 * d["H"], 2 * d["H"])),
+                   ("b_iou", (3 * d["H"],)), ("U_f0", (d["H"], 2 * d["H"])),
+                   ("U_f1", (d["H"], 2 * d["H"])), ("b_f", (d["H"],))],
+        "tree", "leaf-words", lambda d: 2, narytreelstm, _first, binary=True),
     "childsum": Model(
         "childsum", {"H": 256, "V": 20000, "K": 8},
         lambda d: [("Emb", (d["V"], d["H"])), ("W_iou", (3 * d["H"], d["H"])),

@@ -219,8 +219,13 @@ START_TEST(test_malformed) {
                           24),
                    "w: error: duplicate tensor 'W'");
   ck_assert_str_eq(
-      st_err("{\"W\":{\"dtype\":\"F16\",\"shape\":[2,3],\"data_offsets\":[0,12]}}", 12),
-      "w: error: tensor 'W' has dtype 'F16', only 'F32' is supported");
+      st_err("{\"W\":{\"dtype\":\"I64\",\"shape\":[2,3],\"data_offsets\":[0,48]}}", 48),
+      "w: error: tensor 'W' has dtype 'I64'; supported: F32, and F64, F16, BF16 "
+      "(converted to F32)");
+  ck_assert_str_eq(
+      st_err("{\"W\":{\"dtype\":\"F16\",\"shape\":[2,3],\"data_offsets\":[0,24]}}", 24),
+      "w: error: tensor 'W': data_offsets [0, 24] hold 24 bytes, but shape [2, 3] of "
+      "F16 needs 12");
   ck_assert_str_eq(st_err("{\"W\":{\"shape\":[2,3],\"data_offsets\":[0,24]}}", 24),
                    "w: error: tensor 'W': missing 'dtype'");
   ck_assert_str_eq(st_err("{\"W\":5}", 0),
@@ -311,6 +316,99 @@ START_TEST(test_check) {
 }
 END_TEST
 
+/* Bytes [data] of [n] after the header [json]. */
+static CtxrtWeights *st_read_bytes(const char *json, const unsigned char *data, size_t n) {
+  size_t len;
+  unsigned char *buf = st_buf((size_t)-1, json, n, &len);
+  memcpy(buf + len - n, data, n);
+  CtxrtWeights *w;
+  CtxrtError err;
+  CtxrtStatus st = ctxrt_st_read_buffer("w", buf, len, &w, &err);
+  free(buf);
+  ck_assert_msg(st == CTXRT_OK, "%s", err.msg);
+  return w;
+}
+
+START_TEST(test_converted_dtypes) {
+  /* F64 1.5, -0.1; F16 1, -2, 2^-24 (subnormal), inf, 0x3555; BF16 1, -5 */
+  static const unsigned char data[] = {
+      0, 0, 0, 0, 0, 0, 0xf8, 0x3f, 0x9a, 0x99, 0x99, 0x99, 0x99, 0x99, 0xb9, 0xbf,
+      0x00, 0x3c, 0x00, 0xc0, 0x01, 0x00, 0x00, 0x7c, 0x55, 0x35, 0x80, 0x3f, 0xa0, 0xc0};
+  CtxrtWeights *w = st_read_bytes(
+      "{\"d\":{\"dtype\":\"F64\",\"shape\":[2],\"data_offsets\":[0,16]},"
+      "\"h\":{\"dtype\":\"F16\",\"shape\":[5],\"data_offsets\":[16,26]},"
+      "\"b\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[26,30]}}",
+      data, sizeof data);
+  const float *d = ctxrt_weights_find(w, "d")->data, *h = ctxrt_weights_find(w, "h")->data,
+              *b = ctxrt_weights_find(w, "b")->data;
+  ck_assert(d[0] == 1.5f && d[1] == (float)-0.1);
+  ck_assert(h[0] == 1.0f && h[1] == -2.0f && h[2] == 0x1p-24f && h[3] > 3e38f);
+  ck_assert(h[4] == 0.333251953125f);
+  ck_assert(b[0] == 1.0f && b[1] == -5.0f);
+  ck_assert_int_eq(w->num_converted, 3);
+  ck_assert_uint_eq(w->converted,
+                    CTXRT_CONVERTED_F64 | CTXRT_CONVERTED_F16 | CTXRT_CONVERTED_BF16);
+  ctxrt_weights_destroy(w);
+  w = st_read_bytes("{\"f\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
+                    data + 26, 4);
+  ck_assert_int_eq(w->num_converted, 0);
+  ck_assert_uint_eq(w->converted, 0);
+  ctxrt_weights_destroy(w);
+}
+END_TEST
+
+/* Weights with tensors named [names] of the shapes [2, 3] ([n] of them). */
+static CtxrtWeights *named(const char *const *names, int32_t n) {
+  CtxrtParam ps[8];
+  for (int32_t i = 0; i < n; i++) ps[i] = (CtxrtParam){names[i], 2, {2, 3}};
+  CtxrtWeights *w;
+  ck_assert_int_eq(ctxrt_weights_create(ps, n, &w, NULL), CTXRT_OK);
+  return w;
+}
+
+START_TEST(test_check_every_problem) {
+  static const char *const file[] = {"cell.U_iou.weight", "W", "junk", "b_F"};
+  CtxrtWeights *w = named(file, 4);
+  CtxrtParam model[] = {
+      {"U_iou", 2, {2, 3}}, {"W", 2, {3, 3}}, {"b_f", 1, {3}}, {"Emb", 2, {9, 3}}};
+  CtxrtError err;
+  ck_assert_int_eq(ctxrt_weights_check(w, "m.st", model, 4, &err), CTXRT_ERR_INVALID);
+  ck_assert_str_eq(err.msg,
+                   "m.st: error: missing tensor 'U_iou' (shape [2, 3]); the file has "
+                   "'cell.U_iou.weight' [2, 3]: rename it\n"
+                   "m.st: error: tensor 'W' has shape [2, 3], expected [3, 3]\n"
+                   "m.st: error: missing tensor 'b_f' (shape [3]); the file has 'b_F' "
+                   "[2, 3]: rename it (and give it the model's shape)\n"
+                   "m.st: error: missing tensor 'Emb' (shape [9, 3])\n"
+                   "m.st: error: extra tensor 'junk' (the model has no such parameter)");
+  int32_t match[4];
+  ck_assert_int_eq(ctxrt_weights_match(w, model, 4, match), 2);
+  ck_assert(match[0] == 0 && match[1] == 1 && match[2] == 3 && match[3] == -1);
+  ctxrt_weights_destroy(w);
+}
+END_TEST
+
+START_TEST(test_check_many_problems) {
+  CtxrtParam model[40];
+  char names[40][48];
+  for (int i = 0; i < 40; i++) {
+    snprintf(names[i], sizeof names[i], "a_parameter_with_a_long_name_number_%d", i);
+    model[i] = (CtxrtParam){names[i], 1, {3}};
+  }
+  CtxrtWeights *w = named(NULL, 0);
+  CtxrtError err;
+  ck_assert_int_eq(ctxrt_weights_check(w, "m.st", model, 40, &err), CTXRT_ERR_INVALID);
+  ck_assert(strlen(err.msg) < sizeof err.msg - 1);
+  ck_assert_ptr_nonnull(strstr(err.msg, "number_0' (shape [3])\n"));
+  const char *last = strrchr(err.msg, '\n') + 1;
+  ck_assert_msg(strncmp(last, "m.st: error: ... and ", 21) == 0, "%s", last);
+  int shown = 0;
+  for (const char *p = err.msg; (p = strstr(p, "missing tensor")); p++) shown++;
+  ck_assert_int_eq(shown + atoi(last + 21), 40);
+  ctxrt_weights_destroy(w);
+}
+END_TEST
+
 START_TEST(test_writer_refuses_duplicates) {
   CtxrtParam two[] = {{"A", 1, {1}}, {"B", 1, {1}}};
   CtxrtWeights *w;
@@ -340,6 +438,9 @@ static Suite *weights_suite(void) {
   tcase_add_test(tc, test_truncated_and_overlap);
   tcase_add_test(tc, test_check);
   tcase_add_test(tc, test_writer_refuses_duplicates);
+  tcase_add_test(tc, test_converted_dtypes);
+  tcase_add_test(tc, test_check_every_problem);
+  tcase_add_test(tc, test_check_many_problems);
   suite_add_tcase(s, tc);
   return s;
 }
