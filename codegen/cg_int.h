@@ -13,6 +13,12 @@
 bool cg_emit_module(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel *k,
                     CtxDiag *diag);
 
+/* Adds the call function [call] around the kernel of [k] (already emitted
+ * into [mod]) and makes the kernel internal (cg_call.c; codegen.h, CgCall).
+ * False after reporting an internal compiler error to [diag]. */
+bool cg_emit_call(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel *k,
+                  const CgCall *call, CtxDiag *diag);
+
 /* exp, tanh and sigmoid of the float [x] as straight-line IR at [b]'s
  * position (cg_math.c: accuracy and range there). */
 LLVMValueRef cg_math_exp(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef x);

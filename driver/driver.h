@@ -106,6 +106,14 @@ int ctx_run(CtxSession *s);
 int ctx_build_option(int argc, char **argv, int *i, CtxOptions *o);
 int ctx_build(CtxSession *s);
 
+/* ctx repl (repl_main.c, docs/repl.md): an option of the verb (--weights,
+ * --threads, --seed; as ctx_run_option), and the verb: an interactive
+ * session on the model files[0] (optional). Returns 0 after :quit or the end
+ * of input. */
+#define CTX_REPL_USAGE "ctx repl [MODEL.ctx] [-s FILE.sched] [-D NAME=VALUE]... [--weights W] [--threads N]"
+int ctx_repl_option(int argc, char **argv, int *i, CtxOptions *o);
+int ctx_repl(CtxSession *s);
+
 /* Prints `ctx: error: [fmt]` (with [arg]) and the usage line of [verb]
  * ([usage]; NULL: the general one) to stderr; returns CTX_EXIT_USAGE. */
 int ctx_usage_error(const char *verb, const char *usage, const char *fmt, const char *arg);
