@@ -130,7 +130,8 @@ static void cmd_weights(Repl *R, const char *arg) {
   CtxrtError err;
   if (ctxrt_st_read_file(arg, &w, &err)) { /* checked against the model when used */
     fflush(R->out);
-    fprintf(R->err, "%s%s\n", strncmp(err.msg, "error: ", 7) == 0 ? "" : "error: ", err.msg);
+    bool placed = strncmp(err.msg, "error: ", 7) == 0 || strstr(err.msg, ": error: ");
+    fprintf(R->err, "%s%s\n", placed ? "" : "error: ", err.msg);
     return;
   }
   ctxrt_weights_destroy(w);
@@ -178,10 +179,23 @@ static void cmd_set(Repl *R, const char *arg) {
   }
   memcpy(name, arg, (size_t)(eq - arg));
   name[eq - arg] = 0;
+  int old = -1;
+  long was = 0;
+  for (int i = 0; i < R->ndefines; i++)
+    if (strcmp(R->defines[i].name, name) == 0) old = i, was = R->defines[i].value;
   set_define(R, name, v);
   repl_model_changed(R);
-  fprintf(R->out, "dim %s = %ld\n", name, v);
-  repl_build(R, false); /* a dim the model lacks is reported now */
+  if (R->model_text || R->ntyped ? repl_build(R, false) != NULL : true) {
+    fprintf(R->out, "dim %s = %ld\n", name, v);
+    return;
+  }
+  if (old >= 0) { /* a dim the model lacks, or a value it cannot take: as before */
+    R->defines[old].value = was;
+  } else {
+    free((char *)R->defines[--R->ndefines].name);
+  }
+  repl_model_changed(R);
+  fprintf(R->out, "dim %s not set\n", name);
 }
 
 static void cmd_threads(Repl *R, const char *arg) {
