@@ -107,6 +107,7 @@ static void dispatch(Repl *R, char *text) {
   if (*s == ':') repl_command(R, s + 1);
   else if (starts_item(s)) repl_add_items(R, text);
   else repl_eval(R, text);
+  ctx_repl_interrupted = 0; /* a Ctrl-C that stopped the command is spent */
   fflush(R->out);
 }
 
