@@ -514,7 +514,8 @@ static void evaluate(Expr *X) {
   Signature S;
   memset(&S, 0, sizeof S);
   build_signature(X, p, k, &S);
-  CgJitOptions o = {EXPR_PASSES, &S.call};
+  const char *passes = getenv("CTX_REPL_PASSES"); /* bench/repl: O3 against O1 */
+  CgJitOptions o = {passes && *passes ? passes : EXPR_PASSES, &S.call};
   CgJit *jit = cg_jit_compile_with(k, &o, &s->diag);
   if (jit && ffi_invoke(X, cg_jit_call_entry(jit), &S)) {
     cross_check(X, p, &S, result(&S, 0));

@@ -348,7 +348,8 @@ ReplBuild *repl_build_jit(Repl *R) {
   if (!b->jit) {
     double t0 = repl_now_ms();
     if (!b->k) b->k = build_kernel(b);
-    CgJitOptions o = {REPL_PASSES, NULL};
+    const char *passes = getenv("CTX_REPL_PASSES"); /* bench/repl: O3 against O1 */
+    CgJitOptions o = {passes && *passes ? passes : REPL_PASSES, NULL};
     if (b->k) b->jit = cg_jit_compile_with(b->k, &o, &b->s.diag);
     if (!b->jit) return NULL;
     b->compile_ms = repl_now_ms() - t0;

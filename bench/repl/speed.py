@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""speed.py — ctx repl's latency from pressing Enter to the printed result.
+
+TreeLSTM (H = 256) with one sample tree, stdin a pipe: each sample writes one
+input and waits for the line that ends its result.
+  edit:       `rec cell` redefined (two versions in turn: a new model every
+              time), then :run, which JIT-compiles and runs it: from writing
+              the definition to the run's `time:` line
+  expression: `sigmoid(U_f @ h + b_f)` (compiled and called through libffi
+              each time): from writing it to its printed value
+  run:        :run of an unchanged model (no compile)
+Medians, p10 and p90 over --samples samples after two warm-ups; the pass
+pipeline is the REPL's default (O1) or CTX_REPL_PASSES (e.g. "default<O3>").
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+CELL = """rec cell(n: t) -> (h: f32[H], c: f32[H]) {{
+  if leaf(n) {{
+    let g = Emb[words[n]] + b_iou
+    let c = iou_input(g)
+    return (iou_output(g, c), c)
+  }}
+  let (h0, c0) = cell(n.child[0])
+  let (h1, c1) = cell(n.child[1])
+  let g  = U_iou @ (h0 + h1) + b_iou
+  let f0 = sigmoid(U_f @ h0 + b_f)
+  let f1 = sigmoid(U_f @ h1 + b_f)
+  let c  = iou_input(g) + f0 * c0 + f1 * c1{extra}
+  return (iou_output(g, c), c)
+}}"""
+
+
+class Repl:
+    def __init__(self, ctx, root, env):
+        self.p = subprocess.Popen([ctx, "repl", "examples/treelstm.ctx", "--threads", "1"],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, cwd=root, env=env)
+
+    def send(self, text, until):
+        t0 = time.perf_counter()
+        self.p.stdin.write((text + "\n").encode())
+        self.p.stdin.flush()
+        while True:
+            line = self.p.stdout.readline().decode()
+            if not line:
+                raise RuntimeError("ctx repl ended")
+            if line.startswith("error") or ": error:" in line:
+                raise RuntimeError(line)
+            if line.startswith(until):
+                return (time.perf_counter() - t0) * 1e3, line
+
+
+def stats(xs):
+    xs = sorted(xs)
+    return statistics.median(xs), xs[(len(xs) - 1) // 10], xs[len(xs) - 1 - (len(xs) - 1) // 10]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--ctx", required=True)
+    ap.add_argument("--root", default=os.path.join(os.path.dirname(__file__), "..", ".."))
+    ap.add_argument("--samples", type=int, default=20)
+    a = ap.parse_args()
+    r = Repl(a.ctx, a.root, dict(os.environ))
+    r.send(":tree (3 (2 17) (4 (2 5) (3 9)))", "1 tree")
+    r.send("let h = Emb[17][0:256]", "h : ")
+    edit, expr, run, jit, kernel = [], [], [], [], []
+    for i in range(a.samples + 2):
+        extra = "" if i % 2 else " + 0.0 * c0"
+        r.p.stdin.write((CELL.format(extra=extra) + "\n").encode())
+        ms, line = r.send(":run", "time: ")
+        t_def = r.send  # the definition's "redefined" line came first
+        ms2, line2 = r.send("sigmoid(U_f @ h + b_f)", "f32[256] = ")
+        ms3, line3 = r.send(":run", "time: ")
+        if i < 2:
+            continue
+        edit.append(ms)
+        expr.append(ms2)
+        run.append(ms3)
+        jit.append(float(line.split("jit_ms=")[1].split()[0]))
+        kernel.append(float(line3.split("run_ms=")[1].split()[0]))
+    r.p.stdin.close()
+    r.p.wait()
+    passes = os.environ.get("CTX_REPL_PASSES") or "default<O1> (the REPL's)"
+    print("treelstm H=256, one tree of 5 nodes, %d samples, passes %s" % (a.samples, passes))
+    print("| latency (ms) | median | p10 | p90 |")
+    print("|---|---:|---:|---:|")
+    for name, xs in (("edit -> JIT -> run", edit), ("  of which JIT (jit_ms)", jit),
+                     ("expression", expr), (":run, nothing changed", run),
+                     ("  of which the kernel (run_ms)", kernel)):
+        m, lo, hi = stats(xs)
+        print("| %s | %.1f | %.1f | %.1f |" % (name, m, lo, hi))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
