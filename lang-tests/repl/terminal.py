@@ -61,7 +61,7 @@ def main():
     name = "ctxrepl"
     status = os.path.join(home, "status")
     t = Term(name, env)
-    cmd = "trap '' INT; cd %s && %s repl examples/treelstm.ctx -D H=16 -D V=100 --threads 1; echo exit=$? > %s" % (
+    cmd = "trap '' INT; cd %s && %s repl examples/treelstm.ctx -D H=16 -D V=100 --threads 1 2>>$HOME/stderr.txt; echo exit=$? > %s" % (
         a.root, a.ctx, status)
     t.tmux("-S", sock, "kill-server", check=False)
     t.tmux = (lambda f: (lambda *args, check=True: f("-S", sock, *args, check=check)))(t.tmux)
@@ -123,6 +123,8 @@ def main():
         failures.append(str(e))
     finally:
         t.tmux("kill-server", check=False)
+        if failures and os.path.exists(os.path.join(home, "stderr.txt")):
+            failures.append("stderr:\n" + open(os.path.join(home, "stderr.txt")).read()[-3000:])
         shutil.rmtree(home, ignore_errors=True)
     if failures:
         print("FAIL repl_terminal:\n" + "\n".join(failures))
