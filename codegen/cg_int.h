@@ -29,5 +29,9 @@ LLVMValueRef cg_math_sigmoid(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef x
  * reporting an internal compiler error; [pic]: position-independent code for
  * an object file (ctx build), else for the JIT. */
 LLVMTargetMachineRef cg_host_machine(CtxDiag *diag, bool pic);
+/* The same at the code generator's level [level] (cg_jit_compile_with). */
+LLVMTargetMachineRef cg_host_machine_at(CtxDiag *diag, bool pic, LLVMCodeGenOptLevel level);
+/* The same with the code generator's optimization level [level]. */
+LLVMTargetMachineRef cg_host_machine_at(CtxDiag *diag, bool pic, LLVMCodeGenOptLevel level);
 
 #endif

@@ -36,6 +36,10 @@ static void report_error(CtxDiag *diag, const char *what, LLVMErrorRef err) {
 }
 
 LLVMTargetMachineRef cg_host_machine(CtxDiag *diag, bool pic) {
+  return cg_host_machine_at(diag, pic, LLVMCodeGenLevelAggressive);
+}
+
+LLVMTargetMachineRef cg_host_machine_at(CtxDiag *diag, bool pic, LLVMCodeGenOptLevel level) {
   if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter()) {
     CTX_ICE(diag, "codegen: LLVM has no target for this host");
     return NULL;
@@ -47,7 +51,7 @@ LLVMTargetMachineRef cg_host_machine(CtxDiag *diag, bool pic) {
     CTX_ICE(diag, "codegen: no LLVM target for '%s': %s", triple, msg);
   } else {
     char *cpu = LLVMGetHostCPUName(), *features = LLVMGetHostCPUFeatures();
-    tm = LLVMCreateTargetMachine(target, triple, cpu, features, LLVMCodeGenLevelAggressive,
+    tm = LLVMCreateTargetMachine(target, triple, cpu, features, level,
                                  pic ? LLVMRelocPIC : LLVMRelocDefault,
                                  pic ? LLVMCodeModelDefault : LLVMCodeModelJITDefault);
     if (!tm) CTX_ICE(diag, "codegen: cannot make a target machine for '%s'", cpu);
@@ -166,7 +170,9 @@ CgJit *cg_jit_compile(const IlirKernel *k, CtxDiag *diag) {
 }
 
 CgJit *cg_jit_compile_with(const IlirKernel *k, const CgJitOptions *o, CtxDiag *diag) {
-  LLVMTargetMachineRef tm = cg_host_machine(diag, false);
+  LLVMTargetMachineRef tm =
+      o && o->fast_isel ? cg_host_machine_at(diag, false, LLVMCodeGenLevelNone)
+                        : cg_host_machine(diag, false);
   if (!tm) return NULL;
   LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
   LLVMModuleRef mod = build_module(LLVMOrcThreadSafeContextGetContext(tsc), k, tm, o, diag);

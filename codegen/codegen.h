@@ -84,10 +84,12 @@ typedef struct {
 typedef struct {
   const char *passes; /* the LLVM pass pipeline; NULL: "default<O3>" */
   const CgCall *call; /* NULL: the kernel only */
+  bool fast_isel;     /* the code generator at level None (fast instruction
+                         selection) instead of Aggressive */
 } CgJitOptions;
 
 /* cg_jit_compile with options [o] (NULL: the defaults): another pass pipeline
- * (ctx repl's small inputs compile with "default<O1>"), and with [o->call]
+ * or the fast code generator (ctx repl compiles for latency), and with [o->call]
  * the call function above, whose address cg_jit_call_entry gives (the kernel
  * itself is then internal, inlined into it). NULL after reporting an
  * internal compiler error to [diag]. */

@@ -96,6 +96,7 @@ typedef struct {
   ReplVar *vars;
   int nvars;
   char *history_path;
+  bool full_jit; /* CTX_REPL_JIT=full: compile as ctx run does */
   bool quit;
 } Repl;
 
@@ -106,6 +107,10 @@ extern volatile sig_atomic_t ctx_repl_interrupted;
 /* `ctx repl` (the verb): option parsing is ctx_repl_option; then the loop. */
 
 /* ---- repl_model.c: the model's text and builds ----------------------------- */
+#ifdef CTX_HAVE_JIT
+/* How the session JIT-compiles models and expressions (see repl_model.c). */
+CgJitOptions repl_jit_options(const Repl *R);
+#endif
 void repl_model_free(Repl *R);
 /* Replaces the model by the file [path]; false after printing why. */
 bool repl_load(Repl *R, const char *path);

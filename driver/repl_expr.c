@@ -36,8 +36,6 @@ enum { CHECK_ELEMS = 1 << 20, SHOW_VALUES = 8, SHOW_ROWS = 5 };
   (RA_OPT_REGISTER_TILE | RA_OPT_HOIST_PRODUCTS | RA_OPT_DENSE_SCRATCH |               \
    RA_OPT_SPECIALIZE_LEAF | RA_OPT_HOIST_INVARIANT | RA_OPT_FUSE_EPILOGUE)
 
-#define EXPR_PASSES "default<O1>"
-
 typedef struct {
   Repl *R;
   ReplBuild b;         /* the session (sources, diagnostics, arena) */
@@ -514,8 +512,8 @@ static void evaluate(Expr *X) {
   Signature S;
   memset(&S, 0, sizeof S);
   build_signature(X, p, k, &S);
-  const char *passes = getenv("CTX_REPL_PASSES"); /* bench/repl: O3 against O1 */
-  CgJitOptions o = {passes && *passes ? passes : EXPR_PASSES, &S.call};
+  CgJitOptions o = repl_jit_options(X->R);
+  o.call = &S.call;
   CgJit *jit = cg_jit_compile_with(k, &o, &s->diag);
   if (jit && ffi_invoke(X, cg_jit_call_entry(jit), &S)) {
     cross_check(X, p, &S, result(&S, 0));

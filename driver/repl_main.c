@@ -329,6 +329,9 @@ int ctx_repl(CtxSession *s) {
   R.err = stderr;
   R.tty = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
   R.opts = *o;
+  const char *jit = getenv("CTX_REPL_JIT");
+  R.full_jit = jit && strcmp(jit, "full") == 0;
+  if (!R.full_jit) R.opts.disabled |= RA_OPT_REGISTER_TILE; /* see repl_jit_options */
   R.opts.files = NULL;
   R.opts.nfiles = 0;
   R.seed = o->run.seed;

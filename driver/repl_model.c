@@ -5,8 +5,8 @@
  *   source parsed, items assembled (a typed item replaces the file's or an
  *   earlier typed item of the same key) --sema, RA--> ReplBuild
  *   --repl_build_jit: the schedule (an inline block, -s / :schedule FILE or
- *   the default), the JIT (a faster pass pipeline than ctx run's O3, see
- *   REPL_PASSES), the weights--> a loaded CtxrtModel
+ *   the default), the JIT (compiled for latency: repl_jit_options), the
+ *   weights--> a loaded CtxrtModel
  *
  * A build is remade only after the model, the dims (:set) or the schedule
  * changed (gen_no); everything it holds goes with it.
@@ -19,10 +19,15 @@
 #include <string.h>
 #include <time.h>
 
-/* The REPL's kernels are small and run on a few trees: LLVM's O3 costs most
- * of edit -> JIT -> run, O1 keeps the vectorizer's gains on the level loops
- * that matter at these sizes (bench/repl/README.md has the numbers). */
-#define REPL_PASSES "default<O1>"
+/* The JIT of the REPL: O3 as ctx run, but without register tiles (the
+ * session turns RA_OPT_REGISTER_TILE off: tiles make the IR several times
+ * larger) and with fast instruction selection. It compiles in about a
+ * quarter of ctx run's time and the kernel runs about 2.5 times slower
+ * (bench/repl/README.md); CTX_REPL_JIT=full compiles as ctx run does. */
+CgJitOptions repl_jit_options(const Repl *R) {
+  CgJitOptions o = {NULL, NULL, !R->full_jit};
+  return o;
+}
 
 void repl_error(Repl *R, const char *fmt, ...) {
   va_list ap;
@@ -348,8 +353,7 @@ ReplBuild *repl_build_jit(Repl *R) {
   if (!b->jit) {
     double t0 = repl_now_ms();
     if (!b->k) b->k = build_kernel(b);
-    const char *passes = getenv("CTX_REPL_PASSES"); /* bench/repl: O3 against O1 */
-    CgJitOptions o = {passes && *passes ? passes : REPL_PASSES, NULL};
+    CgJitOptions o = repl_jit_options(R);
     if (b->k) b->jit = cg_jit_compile_with(b->k, &o, &b->s.diag);
     if (!b->jit) return NULL;
     b->compile_ms = repl_now_ms() - t0;
