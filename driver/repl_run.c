@@ -338,10 +338,8 @@ void repl_cmd_interp(Repl *R, bool all_nodes) {
       diff = fmax(diff, d);
       excess = fmax(excess, d - (1e-5 + 1e-4 * fabs(rows[i]))); /* docs/testing.md */
     }
-    if (excess > 0)
-      fprintf(R->out, "jit vs interp: max |difference| %.3g, over the float32 tolerance\n", diff);
-    else
-      fputs("jit vs interp: within the float32 tolerance (rtol 1e-4, atol 1e-5)\n", R->out);
+    fprintf(R->out, "jit vs interp: max |difference| %.3g, %s the float32 tolerance (rtol "
+            "1e-4, atol 1e-5)\n", diff, excess > 0 ? "over" : "within");
     ctxrt_forest_destroy(jf);
   }
 #endif
