@@ -86,8 +86,8 @@ def main():
         t.type(":load examples/treel")
         t.keys("Tab")
         t.wait_for(lambda s: "ctx> :load examples/treelstm." in s, "a file name completed")
-        t.keys("C-u")
-        t.keys("C-c")  # an empty line dropped, a fresh prompt
+        t.keys("C-c")  # the line dropped, a fresh prompt
+        t.wait_for(lambda s: t.last_line().rstrip() == "ctx>", "a fresh prompt after Ctrl-C")
         # history: Up recalls :params
         t.type(":tree (3 (2 17) (4 (2 5) (3 9)))")
         t.keys("Enter")
