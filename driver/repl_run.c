@@ -398,5 +398,7 @@ void repl_cmd_save(Repl *R, const char *path) {
     report(R, &err);
     return;
   }
-  fprintf(R->out, "saved [%" PRId64 ", ...] float32 rows to %s\n", R->last_rows, path);
+  fprintf(R->out, "saved float32 [%" PRId64, R->last_rows);
+  for (int d = 0; d < R->last_rank; d++) fprintf(R->out, ", %ld", R->last_dims[d]);
+  fprintf(R->out, "] to %s\n", path);
 }
