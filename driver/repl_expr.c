@@ -534,6 +534,7 @@ void repl_eval(Repl *R, const char *text) {
     CtxSession *s = &X.b.s;
     char *name = ctx_arena_printf(s->arena, "<repl:%d>", R->input_no);
     int id = ctx_sources_add(&s->srcs, name, text, strlen(text));
+    if (!X.b.file->file) X.b.file->file = id; /* no model: imports are relative to here */
     X.stmt = ast_parse_stmt(s->arena, &s->diag, id);
     if (X.stmt && value_of(&X) && find_type(&X)) evaluate(&X);
   }
