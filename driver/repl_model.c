@@ -417,17 +417,15 @@ bool repl_write_model(Repl *R, const char *path) {
 }
 
 void repl_params(Repl *R) {
-  ReplBuild *b = repl_build(R, false);
-  if (!b) return;
-  if (!b->m) {
-    repl_error(R, "the model has no declarations");
-    return;
-  }
+  bool any = R->model_text || R->ntyped;
+  ReplBuild *b = any ? repl_build(R, false) : NULL;
+  if (any && (!b || !b->m)) return; /* errors reported */
+  if (!any && !R->nvars) fputs("(no model, no values)\n", R->out);
   CtxBuf t;
   ctx_buf_init(&t);
-  for (int i = 0; i < b->m->ndims; i++)
+  for (int i = 0; b && i < b->m->ndims; i++)
     fprintf(R->out, "dim %s = %ld\n", b->m->dims[i].name, b->m->dims[i].value);
-  for (int i = 0; i < b->m->nparams; i++) {
+  for (int i = 0; b && i < b->m->nparams; i++) {
     ctx_buf_clear(&t);
     sema_print_type(&t, b->m->params[i].type);
     fprintf(R->out, "param %s : %s\n", b->m->params[i].name, ctx_buf_str(&t));
