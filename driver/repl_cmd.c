@@ -310,16 +310,18 @@ void repl_command(Repl *R, const char *line) {
   size_t n = strcspn(line, " \t");
   const char *arg = line + n;
   while (*arg == ' ' || *arg == '\t') arg++;
-  char buf[4096];
-  snprintf(buf, sizeof buf, "%s", arg);
-  size_t len = strlen(buf);
+  size_t len = strlen(arg);
+  char *buf = ctx_xmalloc(len + 1);
+  memcpy(buf, arg, len + 1);
   while (len && (buf[len - 1] == ' ' || buf[len - 1] == '\t' || buf[len - 1] == '\n'))
     buf[--len] = 0;
   for (int i = 0; i < NUM_COMMANDS; i++)
     if (strlen(commands[i].name) == n && strncmp(commands[i].name, line, n) == 0) {
       commands[i].fn(R, buf);
+      free(buf);
       return;
     }
+  free(buf);
   const char *guess = NULL;
   int best = 3;
   char cmd[64];
