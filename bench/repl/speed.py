@@ -10,6 +10,9 @@ input and waits for the line that ends its result.
               each time): from writing it to its printed value
   run:        :run of an unchanged model (no compile)
   kernel:     :time 200 on examples/data/sst_sample.ptb (8 trees, 218 nodes)
+With --cpu instead: the process CPU time (user + sys) per edit -> JIT -> run
+and per expression, from sessions of 10 of them against one of none (the
+latency an idle core would see: the REPL's work is serial).
 Medians, p10 and p90 over --samples samples after two warm-ups, for the
 REPL's JIT (O3 without register tiles, fast instruction selection) and, with
 CTX_REPL_JIT=full, ctx run's (O3, register tiles, the full code generator).
@@ -62,12 +65,45 @@ def stats(xs):
     return statistics.median(xs), xs[(len(xs) - 1) // 10], xs[len(xs) - 1 - (len(xs) - 1) // 10]
 
 
+def cpu_session(n, edits, expr):
+    lines = [":tree (3 (2 17) (4 (2 5) (3 9)))", "let h = Emb[17][0:256]", ":run"]
+    for i in range(n):
+        if edits:
+            lines += [CELL.format(extra="" if i % 2 else " + 0.0 * c0"), ":run"]
+        if expr:
+            lines += ["sigmoid(U_f @ h + b_f)"]
+    return "\n".join(lines) + "\n"
+
+
+def cpu_ms(a, text):
+    p = subprocess.Popen([a.ctx, "repl", "examples/treelstm.ctx", "--threads", "1"],
+                         stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, cwd=a.root)
+    p.stdin.write(text.encode())
+    p.stdin.close()
+    _, _, ru = os.wait4(p.pid, 0)
+    return (ru.ru_utime + ru.ru_stime) * 1e3
+
+
+def cpu_main(a):
+    n = 10
+    base = min(cpu_ms(a, cpu_session(0, False, False)) for _ in range(3))
+    edit = min(cpu_ms(a, cpu_session(n, True, False)) for _ in range(3))
+    expr = min(cpu_ms(a, cpu_session(n, False, True)) for _ in range(3))
+    print("CPU per edit -> JIT -> run: %.1f ms; per expression: %.1f ms"
+          % ((edit - base) / n, (expr - base) / n))
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ctx", required=True)
     ap.add_argument("--root", default=os.path.join(os.path.dirname(__file__), "..", ".."))
     ap.add_argument("--samples", type=int, default=20)
+    ap.add_argument("--cpu", action="store_true")
     a = ap.parse_args()
+    if a.cpu:
+        return cpu_main(a)
     r = Repl(a.ctx, a.root, dict(os.environ))
     r.send(":tree (3 (2 17) (4 (2 5) (3 9)))", "1 tree")
     r.send("let h = Emb[17][0:256]", "h : ")
