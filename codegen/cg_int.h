@@ -13,6 +13,12 @@
 bool cg_emit_module(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel *k,
                     CtxDiag *diag);
 
+/* Adds the call function [call] around the kernel of [k] (already emitted
+ * into [mod]) and makes the kernel internal (cg_call.c; codegen.h, CgCall).
+ * False after reporting an internal compiler error to [diag]. */
+bool cg_emit_call(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel *k,
+                  const CgCall *call, CtxDiag *diag);
+
 /* exp, tanh and sigmoid of the float [x] as straight-line IR at [b]'s
  * position (cg_math.c: accuracy and range there). */
 LLVMValueRef cg_math_exp(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef x);
@@ -23,5 +29,9 @@ LLVMValueRef cg_math_sigmoid(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef x
  * reporting an internal compiler error; [pic]: position-independent code for
  * an object file (ctx build), else for the JIT. */
 LLVMTargetMachineRef cg_host_machine(CtxDiag *diag, bool pic);
+/* The same at the code generator's level [level] (cg_jit_compile_with). */
+LLVMTargetMachineRef cg_host_machine_at(CtxDiag *diag, bool pic, LLVMCodeGenOptLevel level);
+/* The same with the code generator's optimization level [level]. */
+LLVMTargetMachineRef cg_host_machine_at(CtxDiag *diag, bool pic, LLVMCodeGenOptLevel level);
 
 #endif

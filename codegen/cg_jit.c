@@ -36,6 +36,10 @@ static void report_error(CtxDiag *diag, const char *what, LLVMErrorRef err) {
 }
 
 LLVMTargetMachineRef cg_host_machine(CtxDiag *diag, bool pic) {
+  return cg_host_machine_at(diag, pic, LLVMCodeGenLevelAggressive);
+}
+
+LLVMTargetMachineRef cg_host_machine_at(CtxDiag *diag, bool pic, LLVMCodeGenOptLevel level) {
   if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter()) {
     CTX_ICE(diag, "codegen: LLVM has no target for this host");
     return NULL;
@@ -47,7 +51,7 @@ LLVMTargetMachineRef cg_host_machine(CtxDiag *diag, bool pic) {
     CTX_ICE(diag, "codegen: no LLVM target for '%s': %s", triple, msg);
   } else {
     char *cpu = LLVMGetHostCPUName(), *features = LLVMGetHostCPUFeatures();
-    tm = LLVMCreateTargetMachine(target, triple, cpu, features, LLVMCodeGenLevelAggressive,
+    tm = LLVMCreateTargetMachine(target, triple, cpu, features, level,
                                  pic ? LLVMRelocPIC : LLVMRelocDefault,
                                  pic ? LLVMCodeModelDefault : LLVMCodeModelJITDefault);
     if (!tm) CTX_ICE(diag, "codegen: cannot make a target machine for '%s'", cpu);
@@ -61,7 +65,8 @@ LLVMTargetMachineRef cg_host_machine(CtxDiag *diag, bool pic) {
 
 /* The optimized module of [k] in [ctx] for [tm], or NULL after an error. */
 static LLVMModuleRef build_module(LLVMContextRef ctx, const IlirKernel *k,
-                                  LLVMTargetMachineRef tm, CtxDiag *diag) {
+                                  LLVMTargetMachineRef tm, const CgJitOptions *o,
+                                  CtxDiag *diag) {
   LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(k->name, ctx);
   char *triple = LLVMGetTargetMachineTriple(tm);
   LLVMSetTarget(mod, triple);
@@ -69,12 +74,14 @@ static LLVMModuleRef build_module(LLVMContextRef ctx, const IlirKernel *k,
   LLVMTargetDataRef layout = LLVMCreateTargetDataLayout(tm);
   LLVMSetModuleDataLayout(mod, layout);
   LLVMDisposeTargetData(layout);
-  if (!cg_emit_module(ctx, mod, k, diag)) {
+  if (!cg_emit_module(ctx, mod, k, diag) ||
+      (o && o->call && !cg_emit_call(ctx, mod, k, o->call, diag))) {
     LLVMDisposeModule(mod);
     return NULL;
   }
   LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
-  LLVMErrorRef err = LLVMRunPasses(mod, "default<O3>", tm, opts);
+  const char *passes = o && o->passes ? o->passes : "default<O3>";
+  LLVMErrorRef err = LLVMRunPasses(mod, passes, tm, opts);
   LLVMDisposePassBuilderOptions(opts);
   if (err) {
     report_error(diag, "optimizing the kernel", err);
@@ -159,10 +166,16 @@ static CgKernelFn add_and_lookup(LLVMOrcLLJITRef jit, LLVMOrcThreadSafeContextRe
 }
 
 CgJit *cg_jit_compile(const IlirKernel *k, CtxDiag *diag) {
-  LLVMTargetMachineRef tm = cg_host_machine(diag, false);
+  return cg_jit_compile_with(k, NULL, diag);
+}
+
+CgJit *cg_jit_compile_with(const IlirKernel *k, const CgJitOptions *o, CtxDiag *diag) {
+  LLVMTargetMachineRef tm =
+      o && o->fast_isel ? cg_host_machine_at(diag, false, LLVMCodeGenLevelNone)
+                        : cg_host_machine(diag, false);
   if (!tm) return NULL;
   LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
-  LLVMModuleRef mod = build_module(LLVMOrcThreadSafeContextGetContext(tsc), k, tm, diag);
+  LLVMModuleRef mod = build_module(LLVMOrcThreadSafeContextGetContext(tsc), k, tm, o, diag);
   LLVMOrcLLJITRef jit = NULL;
   if (mod) {
     jit = make_jit(tm, diag); /* consumes tm */
@@ -170,7 +183,8 @@ CgJit *cg_jit_compile(const IlirKernel *k, CtxDiag *diag) {
     if (!jit) LLVMDisposeModule(mod);
   }
   if (tm) LLVMDisposeTargetMachine(tm);
-  CgKernelFn fn = jit ? add_and_lookup(jit, tsc, mod, k->name, diag) : NULL;
+  const char *entry = o && o->call ? o->call->name : k->name;
+  CgKernelFn fn = jit ? add_and_lookup(jit, tsc, mod, entry, diag) : NULL;
   LLVMOrcDisposeThreadSafeContext(tsc); /* the module holds its own reference */
   if (!fn) {
     if (jit) LLVMConsumeError(LLVMOrcDisposeLLJIT(jit));
@@ -183,6 +197,8 @@ CgJit *cg_jit_compile(const IlirKernel *k, CtxDiag *diag) {
 }
 
 CgKernelFn cg_jit_kernel(const CgJit *jit) { return jit->fn; }
+
+void *cg_jit_call_entry(const CgJit *jit) { return (void *)(uintptr_t)jit->fn; }
 
 void cg_jit_free(CgJit *jit) {
   if (!jit) return;
@@ -201,7 +217,7 @@ static bool emit(const IlirKernel *k, EmitKind kind, CtxBuf *out, const char *pa
   LLVMTargetMachineRef tm = cg_host_machine(diag, kind == EMIT_OBJECT);
   if (!tm) return false;
   LLVMContextRef ctx = LLVMContextCreate();
-  LLVMModuleRef mod = build_module(ctx, k, tm, diag);
+  LLVMModuleRef mod = build_module(ctx, k, tm, NULL, diag);
   bool ok = mod != NULL;
   char *msg = NULL;
   if (mod && kind == EMIT_LLVM) {

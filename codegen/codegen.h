@@ -54,6 +54,51 @@ CgKernelFn cg_jit_kernel(const CgJit *jit);
 /* Frees [jit] and its code. NULL is allowed. */
 void cg_jit_free(CgJit *jit);
 
+/* ---- calls of their own signature (ctx repl) --------------------------------
+ * A C function around [k] run on a structure of one node, for kernels whose
+ * every value is the same at each node (an expression, a call of a def):
+ *
+ *   float|void NAME(T0 a0, T1 a1, ...)      Ti: float* (CG_ARG_PTR) or float
+ *
+ * Buffer b of [k] is parameter buf_arg[b] (a float by value is spilled to
+ * memory), or, for buf_arg[b] < 0, made by the function for one node and
+ * freed before it returns (levels, dependencies, zeroed values, results and
+ * scratch; PACKED buffers cannot be made: compile without register tiles).
+ * After the kernel ran, result r — the values [res_off[r], res_off[r] +
+ * res_size[r]) of row 0 of k->out_buf — is copied to the float* parameter
+ * res_arg[r], or, for res_arg[r] < 0 (one result of size 1 at most), returned;
+ * without such a result the function returns void. The caller builds the
+ * matching call at run time (ctx repl: a libffi ffi_cif). */
+typedef enum { CG_ARG_PTR, CG_ARG_F32 } CgArgKind;
+
+typedef struct {
+  const char *name;      /* the function's symbol (distinct from k->name) */
+  int nargs;
+  const CgArgKind *args; /* [nargs] */
+  const int *buf_arg;    /* [k->nbufs] */
+  int nresults;
+  const long *res_off, *res_size;
+  const int *res_arg;    /* [nresults] */
+} CgCall;
+
+typedef struct {
+  const char *passes; /* the LLVM pass pipeline; NULL: "default<O3>" */
+  const CgCall *call; /* NULL: the kernel only */
+  bool fast_isel;     /* the code generator at level None (fast instruction
+                         selection) instead of Aggressive */
+} CgJitOptions;
+
+/* cg_jit_compile with options [o] (NULL: the defaults): another pass pipeline
+ * or the fast code generator (ctx repl compiles for latency), and with [o->call]
+ * the call function above, whose address cg_jit_call_entry gives (the kernel
+ * itself is then internal, inlined into it). NULL after reporting an
+ * internal compiler error to [diag]. */
+CgJit *cg_jit_compile_with(const IlirKernel *k, const CgJitOptions *o, CtxDiag *diag);
+
+/* The call function of a jit made with CgJitOptions.call; valid until
+ * cg_jit_free. */
+void *cg_jit_call_entry(const CgJit *jit);
+
 /* Appends the optimized LLVM IR of [k] as text to [out] (ctx check
  * --dump=llvm). Returns false after reporting an internal compiler error to
  * [diag]. */

@@ -129,6 +129,13 @@ int ctx_params(CtxSession *s);
  * of the parameters of the model file [path]. False when there are none, or
  * when the shapes fit already. */
 bool ctx_params_fit(CtxSession *s, const char *path, const CtxrtWeights *w, CtxBuf *out);
+/* ctx repl (repl_main.c, docs/repl.md): an option of the verb (--weights,
+ * --threads, --seed; as ctx_run_option), and the verb: an interactive
+ * session on the model files[0] (optional). Returns 0 after :quit or the end
+ * of input. */
+#define CTX_REPL_USAGE "ctx repl [MODEL.ctx] [-s FILE.sched] [-D NAME=VALUE]... [--weights W] [--threads N]"
+int ctx_repl_option(int argc, char **argv, int *i, CtxOptions *o);
+int ctx_repl(CtxSession *s);
 
 /* Prints `ctx: error: [fmt]` (with [arg]) and the usage line of [verb]
  * ([usage]; NULL: the general one) to stderr; returns CTX_EXIT_USAGE. */

@@ -134,6 +134,20 @@ static const char build_options[] =
     "exit codes: 0 ok, 1 errors in the model, 2 bad command line or output\n"
     "            directory, 70 internal error (LLVM, the C compiler or ar failed)\n";
 
+/* ctx repl; repl_main.c, docs/repl.md. */
+static const char repl_options[] =
+    "  --weights FILE     F32 safetensors named like the model's params (default:\n"
+    "                     seeded; :weights and :seed change them)\n"
+    "  --seed N           the seed of the default weights (default 0)\n"
+    "  --threads N        threads the kernel runs on (default: every core)\n"
+    "  -D NAME=VALUE      override dim NAME (also -DNAME=VALUE; :set NAME=VALUE)\n"
+    OPT_OPTIONS
+    "  -h, --help         show this help\n"
+    "\n"
+    "Type model items, `let x = EXPR`, expressions and :commands (:help lists them).\n"
+    "On a terminal: line editing and history (~/.ctx_history), Tab completes.\n"
+    "Otherwise no prompt and one result per input item: ctx repl < session.txt.\n";
+
 static int run_check(CtxSession *s) { return ctx_pipeline_check(s); }
 
 static int run_fmt(CtxSession *s) {
@@ -151,6 +165,8 @@ static const Verb verbs[] = {
      ctx_run, ctx_run_option},
     {"params", "list a model's parameters and their shapes, or write a weights template",
      CTX_PARAMS_USAGE, params_options, ctx_params, ctx_params_option},
+    {"repl", "an interactive session: load, edit and JIT-run a model, evaluate expressions",
+     CTX_REPL_USAGE, repl_options, ctx_repl, ctx_repl_option},
 #ifdef CTX_HAVE_JIT
     {"build", "compile a model ahead of time into a C library (.so, .a, header)",
      CTX_BUILD_USAGE, build_options, ctx_build, ctx_build_option},
@@ -302,7 +318,7 @@ static int parse_args(const Verb *v, int argc, char **argv, CtxOptions *o) {
       return usage_error(v, "unknown option '%s'", a);
     }
   }
-  if (o->nfiles == 0) return usage_error(v, "no input files%s", "");
+  if (o->nfiles == 0 && v->run != ctx_repl) return usage_error(v, "no input files%s", "");
   return 0;
 }
 

@@ -208,6 +208,12 @@ typedef struct {
  * [diag]. */
 AstFile *ast_parse(CtxArena *arena, CtxDiag *diag, int file);
 
+/* Parses source [file] as one statement (`let ...`, `return ...`, ...) or
+ * one expression, which comes back as an AST_RETURN of it: a line typed at
+ * ctx repl's prompt. Returns NULL after reporting a syntax error to [diag]
+ * (no recovery: the first error ends the parse). */
+AstStmt *ast_parse_stmt(CtxArena *arena, CtxDiag *diag, int file);
+
 /* Writes the canonical text of [f] to [out]. */
 void ast_print(CtxBuf *out, const AstFile *f);
 void ast_print_expr(CtxBuf *out, const AstExpr *e);

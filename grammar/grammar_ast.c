@@ -95,6 +95,20 @@ AstFile *ast_parse(CtxArena *arena, CtxDiag *diag, int file) {
   return p.file;
 }
 
+AstStmt *ast_parse_stmt(CtxArena *arena, CtxDiag *diag, int file) {
+  GrammarParser p;
+  memset(&p, 0, sizeof p);
+  p.arena = arena;
+  p.diag = diag;
+  p.file = CTX_NEW(arena, AstFile);
+  p.file->file = file;
+  p.start_stmt = true;
+  grammar_lexer_init(&p.lx, arena, diag, file);
+  int errors = diag->errors;
+  grammar_yyparse(&p);
+  return diag->errors > errors ? NULL : p.stmt;
+}
+
 const char *ast_op_name(AstOp op) {
   switch (op) {
   case AST_OP_ADD: return "+";

@@ -45,6 +45,8 @@ typedef struct {
   CtxVec items;          /* the file's items as they are parsed */
   GrammarToken last_tok; /* the lookahead, for `found X` in messages */
   bool depth_reported;
+  bool start_stmt;       /* ast_parse_stmt: hand out STMT_START first */
+  AstStmt *stmt;         /* ast_parse_stmt's result */
 } GrammarParser;
 
 /* AST builders (grammar_ast.c). They bound the expression depth: a node

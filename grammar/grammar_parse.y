@@ -78,6 +78,9 @@ static void check_directive(GrammarParser *p, const AstDirective *d);
 %token T_SCHEDULE "'schedule'" T_LET "'let'" T_IF "'if'" T_ELSE "'else'"
 %token T_RETURN "'return'" T_FOR "'for'" T_IN "'in'" T_F32 "'f32'" T_I32 "'i32'"
 %token T_TREE "'tree'" T_DAG "'dag'" T_SEQUENCE "'sequence'" T_SUM "'sum'" T_MAX "'max'"
+/* Never produced by the lexer: yylex hands it out first when the parser was
+ * started by ast_parse_stmt, selecting the one-statement grammar. */
+%token STMT_START "start of a statement"
 
 /* A reduction's body extends over a product: `sum(k) a * b` is one sum. */
 %precedence REDUCE_BODY
@@ -99,7 +102,16 @@ static void check_directive(GrammarParser *p, const AstDirective *d);
 %type <vec> stmts exprs opt_args names fields params opt_params subscripts concat_list
 %type <vec> directives sargs sarg_list
 
+%start top
+
 %%
+
+/* top := file | (ast_parse_stmt) stmt-or-expr SEP */
+top
+  : file
+  | STMT_START stmt SEP           { p->stmt = $2; }
+  | STMT_START expr SEP           { p->stmt = new_stmt(p, AST_RETURN, @2); p->stmt->u.ret.value = $2; }
+  ;
 
 /* file := { item SEP } */
 file
@@ -472,6 +484,14 @@ dotted
 %%
 
 static int yylex(YYSTYPE *lval, CtxSpan *lloc, GrammarParser *p) {
+  if (p->start_stmt) {
+    p->start_stmt = false;
+    memset(lloc, 0, sizeof *lloc);
+    lloc->file = p->lx.file;
+    lloc->line = lloc->end_line = lloc->col = lloc->end_col = 1;
+    lval->str = NULL;
+    return STMT_START;
+  }
   GrammarToken t;
   grammar_lex(&p->lx, &t);
   p->last_tok = t;

@@ -276,7 +276,9 @@ static const AstExpr *inline_def(RaBuilder *B, const AstItem *def, const AstExpr
                                  RaBinding **scope) {
   if (!same_shapes_as_before(B, def, call)) return NULL;
   /* A def of the model sees the model's dims; an imported one sees nothing. */
-  bool imported = def->span.file != B->m->output->span.file;
+  bool imported = false;
+  for (int i = 0; i < B->m->nfuncs; i++)
+    if (B->m->funcs[i].item == def) imported = B->m->funcs[i].imported;
   RaBinding *env = bind_shape_vars(B, imported ? NULL : B->globals, def, call);
   for (int i = 0; i < def->nparams; i++) {
     const AstExpr *arg = call->u.call.args[i];

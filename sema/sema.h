@@ -68,6 +68,7 @@ typedef struct { const char *name; SemaType *type; CtxSpan span; } SemaParam;
 typedef struct {
   const AstItem *item; /* AST_REC or AST_DEF; an imported def's points into its file */
   bool is_rec;
+  bool imported;       /* a def of an imported file: it sees none of the model's names */
   SemaType *result;    /* NULL for a def whose result uses shape variables */
 } SemaFunc;
 

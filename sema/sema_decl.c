@@ -248,6 +248,7 @@ static void declare_function(Sema *S, const AstItem *it, Sym *s) {
   SemaFunc *fn = &S->m->funcs[S->m->nfuncs];
   fn->item = it;
   fn->is_rec = it->kind == AST_REC;
+  fn->imported = s->imported;
   s->index = S->m->nfuncs++;
   if (fn->is_rec) {
     const char *st = S->m->structure.name;
