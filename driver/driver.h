@@ -13,16 +13,17 @@
 
 typedef enum { DUMP_NONE, DUMP_TOKENS, DUMP_AST, DUMP_RA, DUMP_ILIR, DUMP_LLVM, DUMP_ASM } CtxDump;
 
-typedef enum { CTX_FORMAT_AUTO, CTX_FORMAT_PTB, CTX_FORMAT_NODES } CtxFormat;
+typedef enum { CTX_FORMAT_AUTO, CTX_FORMAT_PTB, CTX_FORMAT_NODES, CTX_FORMAT_CONLLU } CtxFormat;
 
 /* The options of `ctx run` (driver_run.c; see `ctx run --help`). */
 typedef struct {
   const char *weights; /* --weights W.safetensors, or NULL: seeded defaults */
   const char *input;   /* --input FILE */
   const char *gen;     /* --gen SPEC */
-  const char *vocab;   /* --vocab FILE (bracketed trees only) */
+  const char *vocab;   /* --vocab FILE (bracketed trees, CoNLL-U) */
+  const char *conllu_column; /* --conllu-column FORM|LEMMA|UPOS|XPOS (default FORM) */
   const char *output;  /* --output OUT.npy, or NULL: print a summary */
-  CtxFormat format;    /* --format ptb|nodes */
+  CtxFormat format;    /* --format ptb|nodes|conllu */
   bool all_nodes;      /* --all-nodes */
   bool interp;         /* --interp: the float64 reference interpreter */
   uint64_t seed;       /* --seed N for the default weights (default 0) */
