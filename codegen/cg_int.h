@@ -13,6 +13,12 @@
 bool cg_emit_module(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel *k,
                     CtxDiag *diag);
 
+/* The same for a target whose LLVM feature string is [features] (NULL: the
+ * host's): it sets the vector width and register count the emitter plans
+ * register tiles with. */
+bool cg_emit_module_for(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel *k,
+                        const char *features, CtxDiag *diag);
+
 /* exp, tanh and sigmoid of the float [x] as straight-line IR at [b]'s
  * position (cg_math.c: accuracy and range there). */
 LLVMValueRef cg_math_exp(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef x);
@@ -23,5 +29,11 @@ LLVMValueRef cg_math_sigmoid(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef x
  * reporting an internal compiler error; [pic]: position-independent code for
  * an object file (ctx build), else for the JIT. */
 LLVMTargetMachineRef cg_host_machine(CtxDiag *diag, bool pic);
+
+/* The same for the CPU level [cpu] (codegen.h's cg_cpu_valid names; NULL or
+ * "native": the host's); [*features] is set to the feature string used
+ * (static, or NULL for the host's). */
+LLVMTargetMachineRef cg_cpu_machine(CtxDiag *diag, bool pic, const char *cpu,
+                                    const char **features);
 
 #endif

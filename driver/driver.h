@@ -35,7 +35,9 @@ typedef struct {
 
 /* The options of `ctx build` (driver_build.c; see `ctx build --help`). */
 typedef struct {
-  const char *out; /* -o OUTDIR */
+  const char *out;  /* -o OUTDIR */
+  const char *name; /* --name NAME: the library's name and symbol prefix */
+  const char *cpu;  /* --cpu native|generic|x86-64-v3|x86-64-v4 (NULL: native) */
 } CtxBuildOptions;
 
 typedef struct {
@@ -103,7 +105,7 @@ int ctx_run(CtxSession *s);
 /* ctx build (needs LLVM): an option of the verb (as ctx_run_option), and
  * the verb: the model compiled ahead of time into OUTDIR/libNAME.so,
  * OUTDIR/libNAME.a and OUTDIR/NAME.h. Returns an exit code. */
-#define CTX_BUILD_USAGE "ctx build MODEL.ctx -o OUTDIR [-D NAME=VALUE]..."
+#define CTX_BUILD_USAGE "ctx build MODEL.ctx -o OUTDIR [--name NAME] [--cpu CPU] [-D NAME=VALUE]..."
 int ctx_build_option(int argc, char **argv, int *i, CtxOptions *o);
 int ctx_build(CtxSession *s);
 

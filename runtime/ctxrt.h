@@ -689,6 +689,15 @@ CtxrtStatus ctxrt_model_run(CtxrtModel *model, const CtxrtForest *forest, int al
 CtxrtStatus ctxrt_model_run_text(CtxrtModel *model, const char *name, const char *data,
                                  size_t len, int nodes, CtxrtError *err);
 
+/* Makes a forest of desc->spec's kind from arrays (ctxrt_forest_from_heads
+ * when [heads] is not NULL, else ctxrt_forest_from_arrays with [num_deps] and
+ * [deps]; desc->spec's values per node, "arrays" in messages), validates it
+ * and runs the model on it as ctxrt_model_run_text does. */
+CtxrtStatus ctxrt_model_run_arrays(CtxrtModel *model, int32_t num_structs,
+                                   const int32_t *num_nodes, const int32_t *num_deps,
+                                   const int32_t *deps, const int32_t *heads,
+                                   const double *values, CtxrtError *err);
+
 /* The rows of the last ctxrt_model_run into the model's own buffer or
  * ctxrt_model_run_text: [*rows] rows of desc->out_size floats (NULL, 0 before). */
 const float *ctxrt_model_outputs(const CtxrtModel *model, int64_t *rows);
