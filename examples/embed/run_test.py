@@ -132,12 +132,12 @@ def host_has_avx512():
 
 def check_cpu_levels(a, model, trees, env):
     """--cpu generic: no AVX-512 (zmm) nor AVX (ymm) instruction in the
-    library, and the same numbers; x86-64-v3: AVX but no AVX-512; native on an
-    AVX-512 host: zmm (so the check can fail)."""
+    library, and the same numbers; x86-64-v3: AVX but no AVX-512; x86-64-v4
+    and native on an AVX-512 host: zmm (so the check can fail)."""
     if not os.uname().machine == "x86_64":
         return
     want = ctx_run_rows(a, model, H, trees, a.tmp)
-    for cpu in ("generic", "x86-64-v3", "native"):
+    for cpu in ("generic", "x86-64-v3", "x86-64-v4", "native"):
         out = os.path.join(a.tmp, "cpu_" + cpu)
         run([a.ctx, "build", model, "-D", f"H={H}", "--cpu", cpu, "-o", out], env=env)
         asm = run(["objdump", "-d", "--no-show-raw-insn",
@@ -147,6 +147,10 @@ def check_cpu_levels(a, model, trees, env):
             assert not zmm and not ymm, f"--cpu generic: zmm {zmm}, ymm {ymm}"
         elif cpu == "x86-64-v3":
             assert not zmm and ymm, f"--cpu x86-64-v3: zmm {zmm}, ymm {ymm}"
+        elif cpu == "x86-64-v4":
+            assert zmm, "--cpu x86-64-v4: no zmm register"
+            if not host_has_avx512():
+                continue  # built and inspected; it cannot run here
         elif host_has_avx512():
             assert zmm, "--cpu native on an AVX-512 host: no zmm register"
         header = open(os.path.join(out, "treelstm.h")).read()
