@@ -22,6 +22,7 @@ typedef struct {
   const char *gen;     /* --gen SPEC */
   const char *vocab;   /* --vocab FILE (bracketed trees, CoNLL-U) */
   const char *conllu_column; /* --conllu-column FORM|LEMMA|UPOS|XPOS (default FORM) */
+  const char *unk;     /* --unk WORD: the vocabulary word unknown words become */
   const char *output;  /* --output OUT.npy, or NULL: print a summary */
   CtxFormat format;    /* --format ptb|nodes|conllu */
   bool all_nodes;      /* --all-nodes */

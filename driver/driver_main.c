@@ -61,6 +61,8 @@ static const char run_options[] =
     "                     word a line; without it words must be integer ids)\n"
     "  --conllu-column C  the CoNLL-U column holding the word: FORM (default),\n"
     "                     LEMMA, UPOS or XPOS\n"
+    "  --unk WORD         words not in the --vocab file take WORD's id (e.g. <unk>)\n"
+    "                     instead of being an error\n"
     "  --gen SPEC         generate the input instead, e.g. binary:leaves=20,count=10\n"
     "                     (shapes binary, complete, nary, chain, grid, sequence; keys\n"
     "                     count, seed, vocab, features, values; docs/formats.md);\n"

@@ -103,6 +103,7 @@ static const PathOption path_options[] = {
     {"--gen", offsetof(CtxRunOptions, gen)},
     {"--vocab", offsetof(CtxRunOptions, vocab)},
     {"--conllu-column", offsetof(CtxRunOptions, conllu_column)},
+    {"--unk", offsetof(CtxRunOptions, unk)},
     {"--output", offsetof(CtxRunOptions, output)},
 };
 enum { NUM_PATH_OPTIONS = sizeof path_options / sizeof path_options[0] };
@@ -145,7 +146,8 @@ static int set_value(CtxRunOptions *r, const char *name, const char *val) {
 int ctx_run_option(int argc, char **argv, int *i, CtxOptions *o) {
   static const char *const valued[] = {"--weights", "--input", "--gen",   "--vocab",
                                        "--output",  "--format", "--seed", "--batch",
-                                       "--repeat",  "--threads", "--conllu-column"};
+                                       "--repeat",  "--threads", "--conllu-column",
+                                       "--unk"};
   const char *a = argv[*i];
   if (strcmp(a, "--interp") == 0) {
     o->run.interp = true;
@@ -206,6 +208,7 @@ static int check_command(CtxOptions *opts) {
   if (r->vocab && r->format != CTX_FORMAT_PTB && r->format != CTX_FORMAT_CONLLU)
     return run_usage("--vocab applies to bracketed trees and CoNLL-U (--format ptb, "
                      "conllu) only%s", "");
+  if (r->unk && !r->vocab) return run_usage("--unk applies with --vocab only%s", "");
   if (r->conllu_column && r->format != CTX_FORMAT_CONLLU)
     return run_usage("--conllu-column applies to CoNLL-U input (--format conllu) only%s", "");
   if (r->conllu_column && ctxrt_conllu_column(r->conllu_column) < 0)
@@ -313,6 +316,8 @@ static CtxrtStatus read_file(CtxRun *r, const char *path, CtxFormat format) {
   if (format == CTX_FORMAT_NODES) return ctxrt_read_nodes_file(path, &r->forest, &r->err);
   if (r->o->vocab) {
     CtxrtStatus st = ctxrt_vocab_read_file(r->o->vocab, &r->vocab, &r->err);
+    if (!st && r->o->unk)
+      st = ctxrt_vocab_set_fallback(r->vocab, r->o->unk, strlen(r->o->unk), &r->err);
     if (st) return st;
   }
   if (format == CTX_FORMAT_CONLLU) {

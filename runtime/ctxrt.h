@@ -148,6 +148,16 @@ int32_t ctxrt_vocab_size(const CtxrtVocab *vocab);
 /* The id of the [len]-byte word at [word] in [vocab], or -1 when it is unknown. */
 int32_t ctxrt_vocab_lookup(const CtxrtVocab *vocab, const char *word, size_t len);
 
+/* Makes the readers give words not in [vocab] the id of the [len]-byte word
+ * at [word] (an unknown-word token such as `<unk>`) instead of reporting
+ * them. CTXRT_ERR_INVALID when [word] is not in [vocab]. */
+CtxrtStatus ctxrt_vocab_set_fallback(CtxrtVocab *vocab, const char *word, size_t len,
+                                     CtxrtError *err);
+
+/* The id a reader gives the [len]-byte word at [word]: its id, else the
+ * fallback's (ctxrt_vocab_set_fallback), else -1. */
+int32_t ctxrt_vocab_word_id(const CtxrtVocab *vocab, const char *word, size_t len);
+
 /* The word with id [id] (NUL-terminated), or NULL when [id] is out of range. */
 const char *ctxrt_vocab_word(const CtxrtVocab *vocab, int32_t id);
 

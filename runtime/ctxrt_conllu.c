@@ -112,7 +112,7 @@ static CtxrtStatus word_value(ConlluReader *r, int32_t node, Field f) {
   char q[CTXRT_QUOTE_SIZE];
   int64_t id;
   if (r->vocab) {
-    id = ctxrt_vocab_lookup(r->vocab, f.s, f.len);
+    id = ctxrt_vocab_word_id(r->vocab, f.s, f.len);
     if (id < 0)
       return ctxrt__err(r->err, CTXRT_ERR_INVALID, r->name, r->line,
                         "structure %d, node %d: unknown word '%s'", sentence(r), (int)node,

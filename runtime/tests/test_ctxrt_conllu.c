@@ -1,8 +1,8 @@
 /* test_ctxrt_conllu.c — the CoNLL-U reader: a UD sentence with a multiword
  * token, an empty node and comments, its node order and children, the word
  * columns, every error with its exact message and line (reader and
- * validation: HEAD, cycles, roots, IDs, columns, words), files, and a long
- * input. */
+ * validation: HEAD, cycles, roots, IDs, columns, words), a vocabulary's
+ * fallback word (both word readers), files, and a long input. */
 #include "ctxrt_testutil.h"
 
 #include <stdio.h>
@@ -241,6 +241,31 @@ START_TEST(test_shape_errors) {
 }
 END_TEST
 
+START_TEST(test_fallback) {
+  /* unknown words take the fallback's id, in CoNLL-U and bracketed trees */
+  CtxrtVocab *v = vocab();
+  CtxrtError err;
+  ck_assert_int_eq(ctxrt_vocab_set_fallback(v, "cow", 3, &err), CTXRT_ERR_INVALID);
+  ck_assert_str_eq(err.msg, "error: the fallback word 'cow' is not in the vocabulary");
+  ck_assert_int_eq(ctxrt_vocab_word_id(v, "cat", 3), -1);
+  ck_assert_int_eq(ctxrt_vocab_set_fallback(v, "<unk>", 5, &err), CTXRT_OK);
+  ck_assert_int_eq(ctxrt_vocab_word_id(v, "cat", 3), 0);
+  ck_assert_int_eq(ctxrt_vocab_word_id(v, "dog", 3), 2);
+  ck_assert_int_eq(ctxrt_vocab_lookup(v, "cat", 3), -1); /* lookup itself is unchanged */
+  const char *text = W("1", "the", "_", "2") W("2", "cat", "_", "0");
+  CtxrtForest *f;
+  ck_assert_int_eq(ctxrt_read_conllu_buffer("x", text, strlen(text), v, 1, &f, &err),
+                   CTXRT_OK);
+  ck_assert(f->val[0] == 1 && f->val[1] == 0);
+  ctxrt_forest_destroy(f);
+  ck_assert_int_eq(ctxrt_read_ptb_buffer("x", "(1 (2 cat) (3 dog))", 19, v, &f, &err),
+                   CTXRT_OK);
+  ck_assert(f->val[0] == 0 && f->val[1] == 2);
+  ctxrt_forest_destroy(f);
+  ctxrt_vocab_destroy(v);
+}
+END_TEST
+
 START_TEST(test_files) {
   CtxrtForest *f;
   CtxrtError err;
@@ -296,6 +321,7 @@ static Suite *conllu_suite(void) {
   tcase_add_test(tc, test_id_and_head_errors);
   tcase_add_test(tc, test_word_errors);
   tcase_add_test(tc, test_shape_errors);
+  tcase_add_test(tc, test_fallback);
   tcase_add_test(tc, test_files);
   tcase_add_test(tc, test_long_sentence_and_many);
   suite_add_tcase(s, tc);
