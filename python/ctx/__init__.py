@@ -233,15 +233,21 @@ class Model:
                               f"{self.num_values} per node ({total * self.num_values})")
         return v
 
-    def run_arrays(self, num_nodes, num_deps, deps, values):
+    def run_arrays(self, num_nodes, num_deps=None, deps=None, values=()):
         """Structures as arrays (NAME_run_arrays): num_nodes[s] per structure;
         per node (structures one after the other) num_deps[n] and its
         dependencies concatenated in deps (indices within the structure), and
         num_values values (those of internal nodes ignored for a model that
-        reads values at leaves)."""
+        reads values at leaves). Sequences need no num_deps and deps: each
+        element depends on the one before it."""
         nn = _i32(num_nodes, "num_nodes")
-        nd, d = _i32(num_deps, "num_deps"), _i32(deps, "deps")
         total = int(nn.astype(np.int64).sum()) if nn.size else 0
+        if self.kind == "sequence" and num_deps is None and deps is None:
+            num_deps = np.minimum(np.concatenate([np.arange(n) for n in nn] or [[]]), 1)
+            deps = np.concatenate([np.arange(n - 1) for n in nn if n > 0] or [[]])
+        if num_deps is None or deps is None:
+            raise CtxError(4, f"error: '{self.kind}' structures need num_deps and deps")
+        nd, d = _i32(num_deps, "num_deps"), _i32(deps, "deps")
         if nd.size != total:
             raise CtxError(4, f"error: {nd.size} dependency counts for {total} nodes")
         if d.size != (int(nd.astype(np.int64).clip(min=0).sum()) if nd.size else 0):

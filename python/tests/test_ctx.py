@@ -152,6 +152,28 @@ class PythonApi(unittest.TestCase):
         self.close(m.run(structures), want)
         m.close()
 
+    def test_sequences(self):
+        seqlstm = os.path.join(A.src, "examples", "seqlstm.ctx")
+        out = os.path.join(A.tmp, "s")
+        sh([A.ctx, "build", seqlstm, "-D", "H=8", "-o", out], env=dict(os.environ, CC=A.cc))
+        sample = os.path.join(A.src, "examples", "data", "seq_sample.nodes")
+        want = ctx_run(seqlstm, ["-D", "H=8"], sample)
+        m = self.ctx.load(os.path.join(out, "libseqlstm.so"))
+        self.assertEqual(m.kind, "sequence")
+        self.close(m.run(read(sample)), want)
+        sizes, words = [], []
+        for line in read(sample).splitlines():
+            line = line.split("#")[0].split()
+            if line == ["sequence"]:
+                sizes.append(0)
+            elif line:
+                sizes[-1] += 1
+                words.append(float(line[1]))
+        self.close(m.run_arrays(sizes, values=words), want)
+        with self.assertRaises(self.ctx.CtxError) as c:
+            m.run_heads(sizes, [-1] * sum(sizes), words)
+        self.assertIn("reads 'sequence' structures", c.exception.message)
+
     def test_errors(self):
         E = self.ctx.CtxError
         lib = os.path.join(self.lib_t, "libtreelstm.so")
