@@ -227,13 +227,14 @@ static void header_comment(CtxBuf *h, const CtxBuild *b) {
                  " * Generated from %s; do not edit.\n *\n", n, n, b->s->opts.files[0]);
   const char *cpu = b->s->opts.build.cpu;
   ctx_buf_printf(h, " * Link with lib%s.so, or with lib%s.a -ljansson -lm -lpthread (both hold\n"
-                 " * the kernel and libctxrt). The kernel was compiled for %s%s.\n"
+                 " * the kernel and libctxrt). The kernel was compiled for %s%s\n"
+                 " * (ctx build --cpu).\n"
                  " * Several libraries (ctx build --name) link into one program. A run\n"
                  " * splits each level of nodes over a team of threads, the calling one\n"
                  " * included: one per online core, or the environment variable\n"
                  " * CTXRT_THREADS when set, or %s_set_threads. Results do not depend on\n"
                  " * the count. Use one model from one thread at a time.\n *\n",
-                 n, n, cpu && strcmp(cpu, "native") ? "the CPU level " : "the CPU that built it",
+                 n, n, cpu && strcmp(cpu, "native") ? "any CPU of level " : "the CPU that built it",
                  cpu && strcmp(cpu, "native") ? cpu : "", n);
   ctx_buf_printf(h, " * Input: %ss, at most %ld dependencies a node (0: no limit), %ld value%s\n"
                  " * per node (%s). Bracketed trees carry one word id at each leaf.\n"
@@ -272,27 +273,27 @@ static void header_arrays(CtxBuf *h, const CtxBuild *b) {
                  " * all structures one after the other, and node indices count from 0\n"
                  " * within their structure. Node n depends on num_deps[n] nodes, listed in\n"
                  " * order in [deps] (all nodes' lists concatenated): %s.\n"
-                 " * [values] holds %s_num_values() doubles per node (word ids as integral\n"
-                 " * values)%s. Checked as text is (a dependency outside its structure,\n"
-                 " * cycles, roots, arity, word ids): messages name the structure (from 1)\n"
-                 " * and the node (its index). The arrays are not kept. */\n"
+                 " * [values] holds %s_num_values() doubles per node (word ids as\n"
+                 " * integral values%s).\n * Checked as text is (a dependency outside its\n"
+                 " * structure, cycles, roots, arity, word ids): messages name the\n"
+                 " * structure (from 1) and the node (its index). The arrays are not kept. */\n"
                  "int %s_run_arrays(%s_model *m, int32_t num_structs, const int32_t *num_nodes,\n"
-                 "                  const int32_t *num_deps, const int32_t *deps,\n"
-                 "                  const double *values, char *err, size_t errlen);\n\n",
+                 "    const int32_t *num_deps, const int32_t *deps, const double *values,\n"
+                 "    char *err, size_t errlen);\n\n",
                  spec->kind == CTXRT_TREE  ? "a node's children"
                  : spec->kind == CTXRT_DAG ? "a node's predecessors"
                                            : "none for sequences (both may be NULL: each "
                                              "element\n * depends on the one before it)",
                  n, spec->values_on == CTXRT_VALUES_LEAVES
-                        ? "; those of internal nodes are read but ignored" : "",
+                        ? "; internal nodes' are ignored" : "",
                  n, n);
   if (spec->kind == CTXRT_TREE)
     ctx_buf_printf(h, "/* The same with each tree as a parent array: heads[n] is node n's\n"
                    " * parent (an index within its structure) or -1 for the root (CoNLL-U's\n"
                    " * HEAD minus one); a node's children come in index order. */\n"
                    "int %s_run_heads(%s_model *m, int32_t num_structs, const int32_t *num_nodes,\n"
-                   "                 const int32_t *heads, const double *values, char *err,\n"
-                   "                 size_t errlen);\n\n", n, n);
+                   "    const int32_t *heads, const double *values, char *err, size_t errlen);\n\n",
+                   n, n);
   ctx_buf_printf(h, "/* Values per node of the arrays above; the kind of structure the model\n"
                  " * reads (1 tree, 2 DAG, 3 sequence); the shape of one output row into\n"
                  " * dims[0 .. rank) (room for 8), returning its rank. */\n"
