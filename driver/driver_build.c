@@ -118,6 +118,10 @@ static int check_command(const CtxOptions *o) {
   if (o->build.name && !c_identifier(o->build.name))
     return build_usage("--name '%s' is not a C identifier (letters, digits and '_', not "
                        "starting with a digit, at most 64)", o->build.name);
+  if (o->build.name && (strncmp(o->build.name, "ctxrt", 5) == 0 ||
+                        strncmp(o->build.name, "ctx_", 4) == 0))
+    return build_usage("--name '%s' starts like the runtime's symbols (ctxrt, ctx_)",
+                       o->build.name);
   if (o->build.cpu && !cg_cpu_valid(o->build.cpu))
     return build_usage("--cpu '%s': give native, generic, x86-64-v3 or x86-64-v4 (the "
                        "last three on x86-64 hosts)", o->build.cpu);

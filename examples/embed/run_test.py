@@ -95,6 +95,8 @@ def check_errors(a, model, out):
     run([ctx, "build", "--help"])
     p = run([ctx, "build", model, "--name", "1x", "-o", out], expect=2)
     assert "not a C identifier" in p.stderr, p.stderr
+    p = run([ctx, "build", model, "--name", "ctxrt_x", "-o", out], expect=2)
+    assert "starts like the runtime's symbols" in p.stderr, p.stderr
     p = run([ctx, "build", model, "--cpu", "pentium", "-o", out], expect=2)
     assert "give native, generic, x86-64-v3 or x86-64-v4" in p.stderr, p.stderr
 
