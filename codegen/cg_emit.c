@@ -902,11 +902,12 @@ static void entry_function(CgEmit *E, LLVMValueRef body) {
 
 /* The host's vector registers: 32 of 16 floats with AVX-512, 16 of 8 with
  * AVX, 16 of 4 otherwise (the SSE / NEON width). */
-static void host_vectors(CgEmit *E) {
-  char *features = LLVMGetHostCPUFeatures();
+static void host_vectors(CgEmit *E, const char *target_features) {
+  char *host = target_features ? NULL : LLVMGetHostCPUFeatures();
+  const char *features = target_features ? target_features : host;
   bool avx512 = features && strstr(features, "+avx512f");
   bool avx = features && strstr(features, "+avx,");
-  LLVMDisposeMessage(features);
+  LLVMDisposeMessage(host);
   E->vec_floats = avx512 ? 16 : avx ? 8 : 4;
   E->vec_regs = avx512 ? 32 : 16;
 }
@@ -922,6 +923,11 @@ static void init_types(CgEmit *E) {
 
 bool cg_emit_module(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel *k,
                     CtxDiag *diag) {
+  return cg_emit_module_for(ctx, mod, k, NULL, diag);
+}
+
+bool cg_emit_module_for(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel *k,
+                        const char *features, CtxDiag *diag) {
   CgEmit E;
   memset(&E, 0, sizeof E);
   E.ctx = ctx;
@@ -930,7 +936,7 @@ bool cg_emit_module(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel *k,
   E.diag = diag;
   E.b = LLVMCreateBuilderInContext(ctx);
   init_types(&E);
-  host_vectors(&E);
+  host_vectors(&E, features);
   E.bufs = ctx_xmalloc(((size_t)k->nbufs + 1) * sizeof *E.bufs);
   E.vars = calloc((size_t)k->nvars + 1, sizeof *E.vars);
   if (!E.vars) ctx_oom();

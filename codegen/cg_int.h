@@ -18,6 +18,11 @@ bool cg_emit_module(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel *k,
  * False after reporting an internal compiler error to [diag]. */
 bool cg_emit_call(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel *k,
                   const CgCall *call, CtxDiag *diag);
+/* The same for a target whose LLVM feature string is [features] (NULL: the
+ * host's): it sets the vector width and register count the emitter plans
+ * register tiles with. */
+bool cg_emit_module_for(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel *k,
+                        const char *features, CtxDiag *diag);
 
 /* exp, tanh and sigmoid of the float [x] as straight-line IR at [b]'s
  * position (cg_math.c: accuracy and range there). */
@@ -31,7 +36,14 @@ LLVMValueRef cg_math_sigmoid(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef x
 LLVMTargetMachineRef cg_host_machine(CtxDiag *diag, bool pic);
 /* The same at the code generator's level [level] (cg_jit_compile_with). */
 LLVMTargetMachineRef cg_host_machine_at(CtxDiag *diag, bool pic, LLVMCodeGenOptLevel level);
-/* The same with the code generator's optimization level [level]. */
-LLVMTargetMachineRef cg_host_machine_at(CtxDiag *diag, bool pic, LLVMCodeGenOptLevel level);
+
+/* The same for the CPU level [cpu] (codegen.h's cg_cpu_valid names; NULL or
+ * "native": the host's); [*features] is set to the feature string used
+ * (static, or NULL for the host's). */
+LLVMTargetMachineRef cg_cpu_machine(CtxDiag *diag, bool pic, const char *cpu,
+                                    const char **features);
+/* The same at the code generator's level [level]. */
+LLVMTargetMachineRef cg_cpu_machine_at(CtxDiag *diag, bool pic, const char *cpu,
+                                       const char **features, LLVMCodeGenOptLevel level);
 
 #endif

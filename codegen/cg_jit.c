@@ -35,11 +35,51 @@ static void report_error(CtxDiag *diag, const char *what, LLVMErrorRef err) {
   LLVMDisposeErrorMessage(msg);
 }
 
+/* The CPU levels of --cpu (the x86-64 psABI micro-architecture levels): LLVM's
+ * CPU name and the features the emitter plans vector widths with (the CPU
+ * implies them; naming them here keeps that plan and the code in step). */
+static const struct {
+  const char *name, *llvm_cpu, *features;
+} cpu_levels[] = {
+    {"generic", "x86-64", ""},
+    {"x86-64-v3", "x86-64-v3", "+avx,+avx2,+fma"},
+    {"x86-64-v4", "x86-64-v4", "+avx512f,+avx,+avx2,+fma"},
+};
+
+bool cg_cpu_valid(const char *cpu) {
+  if (!cpu || strcmp(cpu, "native") == 0) return true;
+  char *triple = LLVMGetDefaultTargetTriple();
+  bool x86 = strncmp(triple, "x86_64", 6) == 0;
+  LLVMDisposeMessage(triple);
+  for (size_t i = 0; i < sizeof cpu_levels / sizeof *cpu_levels; i++)
+    if (strcmp(cpu, cpu_levels[i].name) == 0) return x86;
+  return false;
+}
+
 LLVMTargetMachineRef cg_host_machine(CtxDiag *diag, bool pic) {
-  return cg_host_machine_at(diag, pic, LLVMCodeGenLevelAggressive);
+  return cg_cpu_machine(diag, pic, NULL, NULL);
 }
 
 LLVMTargetMachineRef cg_host_machine_at(CtxDiag *diag, bool pic, LLVMCodeGenOptLevel level) {
+  return cg_cpu_machine_at(diag, pic, NULL, NULL, level);
+}
+
+LLVMTargetMachineRef cg_cpu_machine(CtxDiag *diag, bool pic, const char *cpu_name,
+                                    const char **features_used) {
+  return cg_cpu_machine_at(diag, pic, cpu_name, features_used, LLVMCodeGenLevelAggressive);
+}
+
+/* [cpu]'s entry in cpu_levels, or NULL for the host. */
+static int cpu_level(const char *cpu) {
+  for (int i = 0; cpu && i < (int)(sizeof cpu_levels / sizeof *cpu_levels); i++)
+    if (strcmp(cpu, cpu_levels[i].name) == 0) return i;
+  return -1;
+}
+
+LLVMTargetMachineRef cg_cpu_machine_at(CtxDiag *diag, bool pic, const char *cpu_name,
+                                       const char **features_used, LLVMCodeGenOptLevel opt) {
+  int level = cpu_level(cpu_name);
+  if (features_used) *features_used = level >= 0 ? cpu_levels[level].features : NULL;
   if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter()) {
     CTX_ICE(diag, "codegen: LLVM has no target for this host");
     return NULL;
@@ -49,9 +89,14 @@ LLVMTargetMachineRef cg_host_machine_at(CtxDiag *diag, bool pic, LLVMCodeGenOptL
   LLVMTargetMachineRef tm = NULL;
   if (LLVMGetTargetFromTriple(triple, &target, &msg)) {
     CTX_ICE(diag, "codegen: no LLVM target for '%s': %s", triple, msg);
+  } else if (level >= 0 && strncmp(triple, "x86_64", 6) != 0) {
+    CTX_ICE(diag, "codegen: CPU level '%s' on the host '%s'", cpu_name, triple);
   } else {
-    char *cpu = LLVMGetHostCPUName(), *features = LLVMGetHostCPUFeatures();
-    tm = LLVMCreateTargetMachine(target, triple, cpu, features, level,
+    char *cpu = level >= 0 ? LLVMCreateMessage(cpu_levels[level].llvm_cpu)
+                           : LLVMGetHostCPUName();
+    char *features = level >= 0 ? LLVMCreateMessage(cpu_levels[level].features)
+                                : LLVMGetHostCPUFeatures();
+    tm = LLVMCreateTargetMachine(target, triple, cpu, features, opt,
                                  pic ? LLVMRelocPIC : LLVMRelocDefault,
                                  pic ? LLVMCodeModelDefault : LLVMCodeModelJITDefault);
     if (!tm) CTX_ICE(diag, "codegen: cannot make a target machine for '%s'", cpu);
@@ -63,10 +108,11 @@ LLVMTargetMachineRef cg_host_machine_at(CtxDiag *diag, bool pic, LLVMCodeGenOptL
   return tm;
 }
 
-/* The optimized module of [k] in [ctx] for [tm], or NULL after an error. */
+/* The optimized module of [k] in [ctx] for [tm] (whose features are
+ * [features], NULL: the host's), or NULL after an error. */
 static LLVMModuleRef build_module(LLVMContextRef ctx, const IlirKernel *k,
-                                  LLVMTargetMachineRef tm, const CgJitOptions *o,
-                                  CtxDiag *diag) {
+                                  LLVMTargetMachineRef tm, const char *features,
+                                  const CgJitOptions *o, CtxDiag *diag) {
   LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(k->name, ctx);
   char *triple = LLVMGetTargetMachineTriple(tm);
   LLVMSetTarget(mod, triple);
@@ -74,7 +120,7 @@ static LLVMModuleRef build_module(LLVMContextRef ctx, const IlirKernel *k,
   LLVMTargetDataRef layout = LLVMCreateTargetDataLayout(tm);
   LLVMSetModuleDataLayout(mod, layout);
   LLVMDisposeTargetData(layout);
-  if (!cg_emit_module(ctx, mod, k, diag) ||
+  if (!cg_emit_module_for(ctx, mod, k, features, diag) ||
       (o && o->call && !cg_emit_call(ctx, mod, k, o->call, diag))) {
     LLVMDisposeModule(mod);
     return NULL;
@@ -175,7 +221,7 @@ CgJit *cg_jit_compile_with(const IlirKernel *k, const CgJitOptions *o, CtxDiag *
                         : cg_host_machine(diag, false);
   if (!tm) return NULL;
   LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
-  LLVMModuleRef mod = build_module(LLVMOrcThreadSafeContextGetContext(tsc), k, tm, o, diag);
+  LLVMModuleRef mod = build_module(LLVMOrcThreadSafeContextGetContext(tsc), k, tm, NULL, o, diag);
   LLVMOrcLLJITRef jit = NULL;
   if (mod) {
     jit = make_jit(tm, diag); /* consumes tm */
@@ -210,14 +256,15 @@ void cg_jit_free(CgJit *jit) {
 
 typedef enum { EMIT_LLVM, EMIT_ASM, EMIT_OBJECT } EmitKind;
 
-/* Builds and optimizes [k]'s module for the host (PIC for objects) and
- * writes it as [kind]: into [out], or to the file [path]. */
+/* Builds and optimizes [k]'s module for [cpu] (NULL: the host; PIC for
+ * objects) and writes it as [kind]: into [out], or to the file [path]. */
 static bool emit(const IlirKernel *k, EmitKind kind, CtxBuf *out, const char *path,
-                 CtxDiag *diag) {
-  LLVMTargetMachineRef tm = cg_host_machine(diag, kind == EMIT_OBJECT);
+                 const char *cpu, CtxDiag *diag) {
+  const char *features = NULL;
+  LLVMTargetMachineRef tm = cg_cpu_machine(diag, kind == EMIT_OBJECT, cpu, &features);
   if (!tm) return false;
   LLVMContextRef ctx = LLVMContextCreate();
-  LLVMModuleRef mod = build_module(ctx, k, tm, NULL, diag);
+  LLVMModuleRef mod = build_module(ctx, k, tm, features, NULL, diag);
   bool ok = mod != NULL;
   char *msg = NULL;
   if (mod && kind == EMIT_LLVM) {
@@ -241,13 +288,18 @@ static bool emit(const IlirKernel *k, EmitKind kind, CtxBuf *out, const char *pa
 }
 
 bool cg_emit_llvm(CtxBuf *out, const IlirKernel *k, CtxDiag *diag) {
-  return emit(k, EMIT_LLVM, out, NULL, diag);
+  return emit(k, EMIT_LLVM, out, NULL, NULL, diag);
 }
 
 bool cg_emit_asm(CtxBuf *out, const IlirKernel *k, CtxDiag *diag) {
-  return emit(k, EMIT_ASM, out, NULL, diag);
+  return emit(k, EMIT_ASM, out, NULL, NULL, diag);
 }
 
 bool cg_emit_object(const IlirKernel *k, const char *path, CtxDiag *diag) {
-  return emit(k, EMIT_OBJECT, NULL, path, diag);
+  return emit(k, EMIT_OBJECT, NULL, path, NULL, diag);
+}
+
+bool cg_emit_object_cpu(const IlirKernel *k, const char *path, const char *cpu,
+                        CtxDiag *diag) {
+  return emit(k, EMIT_OBJECT, NULL, path, cpu, diag);
 }

@@ -115,4 +115,15 @@ bool cg_emit_asm(CtxBuf *out, const IlirKernel *k, CtxDiag *diag);
  * write). */
 bool cg_emit_object(const IlirKernel *k, const char *path, CtxDiag *diag);
 
+/* Like cg_emit_object, for the CPU [cpu]: NULL or "native" (the host, as
+ * cg_emit_object), "generic" (any x86-64: SSE2), "x86-64-v3" (AVX2, FMA) or
+ * "x86-64-v4" (AVX-512), the x86-64 psABI levels, so that a library runs on
+ * machines other than the one that built it. */
+bool cg_emit_object_cpu(const IlirKernel *k, const char *path, const char *cpu,
+                        CtxDiag *diag);
+
+/* Whether [cpu] is a CPU cg_emit_object_cpu takes on this host (the x86-64
+ * levels only on an x86-64 host). */
+bool cg_cpu_valid(const char *cpu);
+
 #endif

@@ -13,16 +13,18 @@
 
 typedef enum { DUMP_NONE, DUMP_TOKENS, DUMP_AST, DUMP_RA, DUMP_ILIR, DUMP_LLVM, DUMP_ASM } CtxDump;
 
-typedef enum { CTX_FORMAT_AUTO, CTX_FORMAT_PTB, CTX_FORMAT_NODES } CtxFormat;
+typedef enum { CTX_FORMAT_AUTO, CTX_FORMAT_PTB, CTX_FORMAT_NODES, CTX_FORMAT_CONLLU } CtxFormat;
 
 /* The options of `ctx run` (driver_run.c; see `ctx run --help`). */
 typedef struct {
   const char *weights; /* --weights W.safetensors, or NULL: seeded defaults */
   const char *input;   /* --input FILE */
   const char *gen;     /* --gen SPEC */
-  const char *vocab;   /* --vocab FILE (bracketed trees only) */
+  const char *vocab;   /* --vocab FILE (bracketed trees, CoNLL-U) */
+  const char *conllu_column; /* --conllu-column FORM|LEMMA|UPOS|XPOS (default FORM) */
+  const char *unk;     /* --unk WORD: the vocabulary word unknown words become */
   const char *output;  /* --output OUT.npy, or NULL: print a summary */
-  CtxFormat format;    /* --format ptb|nodes */
+  CtxFormat format;    /* --format ptb|nodes|conllu */
   bool all_nodes;      /* --all-nodes */
   bool interp;         /* --interp: the float64 reference interpreter */
   uint64_t seed;       /* --seed N for the default weights (default 0) */
@@ -34,7 +36,9 @@ typedef struct {
 
 /* The options of `ctx build` (driver_build.c; see `ctx build --help`). */
 typedef struct {
-  const char *out; /* -o OUTDIR */
+  const char *out;  /* -o OUTDIR */
+  const char *name; /* --name NAME: the library's name and symbol prefix */
+  const char *cpu;  /* --cpu native|generic|x86-64-v3|x86-64-v4 (NULL: native) */
 } CtxBuildOptions;
 
 /* The options of `ctx params` (driver_params.c; see `ctx params --help`). */
@@ -111,7 +115,7 @@ int ctx_run(CtxSession *s);
 /* ctx build (needs LLVM): an option of the verb (as ctx_run_option), and
  * the verb: the model compiled ahead of time into OUTDIR/libNAME.so,
  * OUTDIR/libNAME.a and OUTDIR/NAME.h. Returns an exit code. */
-#define CTX_BUILD_USAGE "ctx build MODEL.ctx -o OUTDIR [-D NAME=VALUE]..."
+#define CTX_BUILD_USAGE "ctx build MODEL.ctx -o OUTDIR [--name NAME] [--cpu CPU] [-D NAME=VALUE]..."
 int ctx_build_option(int argc, char **argv, int *i, CtxOptions *o);
 int ctx_build(CtxSession *s);
 

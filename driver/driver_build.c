@@ -11,7 +11,10 @@
  *   ar -M (an MRI script: kernel.o, model.o, every member of libctxrt.a) -->
  *       OUTDIR/libNAME.a (link it with -ljansson -lm -lpthread)
  *
- * NAME is the model's name; every generated symbol starts with NAME_. Exit
+ * NAME is the model's name or --name's; every generated symbol starts with
+ * NAME_ (the kernel's is ctx_NAME_kernel), so libraries of one model built
+ * with different dims and names link into one program. --cpu picks the CPU
+ * the kernel is compiled for (cg_emit_object_cpu). Exit
  * codes: 2 for a bad command line or an output directory that cannot be
  * made, 1 for errors in the model, 70 when LLVM, the C compiler or ar fails
  * (their messages are passed on).
@@ -55,7 +58,27 @@ static int build_usage(const char *fmt, const char *arg) {
   return ctx_usage_error("build", CTX_BUILD_USAGE, fmt, arg);
 }
 
+/* --name NAME / --name=NAME and --cpu likewise; CTX_OPT_NOT_MINE for others. */
+static int name_or_cpu(int argc, char **argv, int *i, CtxOptions *o) {
+  const char *a = argv[*i], *val = NULL;
+  const char **slot = NULL;
+  static const char *const opts[] = {"--name", "--cpu"};
+  for (int k = 0; k < 2 && !slot; k++) {
+    size_t n = strlen(opts[k]);
+    if (strncmp(a, opts[k], n) != 0 || (a[n] != 0 && a[n] != '=')) continue;
+    slot = k ? &o->build.cpu : &o->build.name;
+    val = a[n] == '=' ? a + n + 1 : *i + 1 < argc ? argv[++*i] : "";
+  }
+  if (!slot) return CTX_OPT_NOT_MINE;
+  if (*val == 0) return build_usage("option '%s' needs a value", a), CTX_OPT_BAD;
+  if (*slot) return build_usage("option '%s' given twice", a), CTX_OPT_BAD;
+  *slot = val;
+  return CTX_OPT_TAKEN;
+}
+
 int ctx_build_option(int argc, char **argv, int *i, CtxOptions *o) {
+  int taken = name_or_cpu(argc, argv, i, o);
+  if (taken != CTX_OPT_NOT_MINE) return taken;
   const char *a = argv[*i], *val = NULL;
   if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0)
     val = *i + 1 < argc ? argv[++*i] : "";
@@ -75,13 +98,33 @@ int ctx_build_option(int argc, char **argv, int *i, CtxOptions *o) {
   return CTX_OPT_TAKEN;
 }
 
-/* One model file and an output directory that exists or can be made. */
+/* Whether [s] is a C identifier of at most 64 characters. */
+static bool c_identifier(const char *s) {
+  if (!(isalpha((unsigned char)*s) || *s == '_')) return false;
+  size_t n = 1;
+  for (; s[n]; n++)
+    if (!(isalnum((unsigned char)s[n]) || s[n] == '_')) return false;
+  return n <= 64;
+}
+
+/* One model file, a good --name and --cpu, and an output directory that
+ * exists or can be made. */
 static int check_command(const CtxOptions *o) {
   if (o->nfiles != 1)
     return build_usage(o->nfiles ? "ctx build takes one model file, found %s"
                                  : "no model file%s",
                        o->nfiles ? o->files[1] : "");
   if (!o->build.out) return build_usage("no output directory; give -o OUTDIR%s", "");
+  if (o->build.name && !c_identifier(o->build.name))
+    return build_usage("--name '%s' is not a C identifier (letters, digits and '_', not "
+                       "starting with a digit, at most 64)", o->build.name);
+  if (o->build.name && (strncmp(o->build.name, "ctxrt", 5) == 0 ||
+                        strncmp(o->build.name, "ctx_", 4) == 0))
+    return build_usage("--name '%s' starts like the runtime's symbols (ctxrt, ctx_)",
+                       o->build.name);
+  if (o->build.cpu && !cg_cpu_valid(o->build.cpu))
+    return build_usage("--cpu '%s': give native, generic, x86-64-v3 or x86-64-v4 (the "
+                       "last three on x86-64 hosts)", o->build.cpu);
   struct stat st;
   const char *dir = o->build.out;
   if (stat(dir, &st) == 0) {
@@ -186,18 +229,24 @@ static void header_comment(CtxBuf *h, const CtxBuild *b) {
   const char *n = b->name;
   ctx_buf_printf(h, "/* %s.h — the model '%s', compiled ahead of time by `ctx build`.\n"
                  " * Generated from %s; do not edit.\n *\n", n, n, b->s->opts.files[0]);
+  const char *cpu = b->s->opts.build.cpu;
   ctx_buf_printf(h, " * Link with lib%s.so, or with lib%s.a -ljansson -lm -lpthread (both hold\n"
-                 " * the kernel, compiled for the CPU that built it, and libctxrt). A run\n"
+                 " * the kernel and libctxrt). The kernel was compiled for %s%s\n"
+                 " * (ctx build --cpu).\n"
+                 " * Several libraries (ctx build --name) link into one program. A run\n"
                  " * splits each level of nodes over a team of threads, the calling one\n"
                  " * included: one per online core, or the environment variable\n"
                  " * CTXRT_THREADS when set, or %s_set_threads. Results do not depend on\n"
                  " * the count. Use one model from one thread at a time.\n *\n",
-                 n, n, n);
+                 n, n, cpu && strcmp(cpu, "native") ? "any CPU of level " : "the CPU that built it",
+                 cpu && strcmp(cpu, "native") ? cpu : "", n);
   ctx_buf_printf(h, " * Input: %ss, at most %ld dependencies a node (0: no limit), %ld value%s\n"
-                 " * per node (%s). Bracketed trees carry one word id at each leaf.\n",
+                 " * per node (%s). Bracketed trees carry one word id at each leaf.\n"
+                 " * Structures come as text (bracketed trees, node lists: ctx's\n"
+                 " * docs/formats.md) or as arrays (%s_run_arrays).\n",
                  ctxrt_kind_name(b->desc.desc.spec.kind), p->max_arity, p->values_per_node,
                  p->values_per_node == 1 ? "" : "s",
-                 b->desc.desc.spec.values_on == CTXRT_VALUES_ALL ? "every node" : "leaves");
+                 b->desc.desc.spec.values_on == CTXRT_VALUES_ALL ? "every node" : "leaves", n);
   for (int i = 0; i < p->ninputs; i++)
     if (p->inputs[i].is_int && p->inputs[i].bound > 0)
       ctx_buf_printf(h, " * Input '%s': word ids in [0, %ld).\n", p->inputs[i].name,
@@ -216,6 +265,44 @@ static void header_comment(CtxBuf *h, const CtxBuild *b) {
                  " * Every int function returns %s_OK (0) or an error code below, and\n"
                  " * writes the message (`FILE:LINE: error: ...`) to err[0 .. errlen)\n"
                  " * (NUL-terminated, truncated; err may be NULL).\n */\n", b->upper);
+}
+
+/* NAME_run_arrays (and NAME_run_heads for tree models) and what a caller
+ * needs to lay its arrays out. */
+static void header_arrays(CtxBuf *h, const CtxBuild *b) {
+  const char *n = b->name;
+  const CtxrtSpec *spec = &b->desc.desc.spec;
+  ctx_buf_printf(h, "/* Runs the model on [num_structs] structures held as arrays (no text).\n"
+                 " * Structure s has num_nodes[s] nodes; per-node arrays hold the nodes of\n"
+                 " * all structures one after the other, and node indices count from 0\n"
+                 " * within their structure. Node n depends on num_deps[n] nodes, listed in\n"
+                 " * order in [deps] (all nodes' lists concatenated): %s.\n"
+                 " * [values] holds %s_num_values() doubles per node (word ids as\n"
+                 " * integral values%s).\n * Checked as text is (a dependency outside its\n"
+                 " * structure, cycles, roots, arity, word ids): messages name the\n"
+                 " * structure (from 1) and the node (its index). The arrays are not kept. */\n"
+                 "int %s_run_arrays(%s_model *m, int32_t num_structs, const int32_t *num_nodes,\n"
+                 "    const int32_t *num_deps, const int32_t *deps, const double *values,\n"
+                 "    char *err, size_t errlen);\n\n",
+                 spec->kind == CTXRT_TREE  ? "a node's children"
+                 : spec->kind == CTXRT_DAG ? "a node's predecessors"
+                                           : "none for sequences (both may be NULL: each "
+                                             "element\n * depends on the one before it)",
+                 n, spec->values_on == CTXRT_VALUES_LEAVES
+                        ? "; internal nodes' are ignored" : "",
+                 n, n);
+  if (spec->kind == CTXRT_TREE)
+    ctx_buf_printf(h, "/* The same with each tree as a parent array: heads[n] is node n's\n"
+                   " * parent (an index within its structure) or -1 for the root (CoNLL-U's\n"
+                   " * HEAD minus one); a node's children come in index order. */\n"
+                   "int %s_run_heads(%s_model *m, int32_t num_structs, const int32_t *num_nodes,\n"
+                   "    const int32_t *heads, const double *values, char *err, size_t errlen);\n\n",
+                   n, n);
+  ctx_buf_printf(h, "/* Values per node of the arrays above; the kind of structure the model\n"
+                 " * reads (1 tree, 2 DAG, 3 sequence); the shape of one output row into\n"
+                 " * dims[0 .. rank) (room for 8), returning its rank. */\n"
+                 "int %s_num_values(void);\nint %s_kind(void);\n"
+                 "int %s_output_shape(int64_t *dims);\n\n", n, n, n);
 }
 
 static void header_api(CtxBuf *h, const CtxBuild *b) {
@@ -242,6 +329,7 @@ static void header_api(CtxBuf *h, const CtxBuild *b) {
   ctx_buf_printf(h, "/* The same for node lists (docs/formats.md). */\n"
                  "int %s_run_nodes(%s_model *m, const char *text, size_t len, char *err,\n"
                  "                 size_t errlen);\n\n", n, n);
+  header_arrays(h, b);
   ctx_buf_printf(h, "/* The number of output rows of the last successful run (0 before). */\n"
                  "int64_t %s_num_outputs(const %s_model *m);\n\n"
                  "/* Row [i] of the last run's outputs, %s_output_size() floats, valid until\n"
@@ -305,6 +393,30 @@ static void model_desc(CtxBuf *c, const CtxBuild *b) {
                  (long long)d->out_off, (long long)d->out_size);
 }
 
+/* NAME_run_arrays, NAME_run_heads and the layout accessors. */
+static void model_arrays(CtxBuf *c, const CtxBuild *b) {
+  const char *n = b->name;
+  const RaShape *sh = &b->p->out_shape;
+  for (int heads = 0; heads < 1 + (b->desc.desc.spec.kind == CTXRT_TREE); heads++)
+    ctx_buf_printf(c, "int %s_run_%s(%s_model *m, int32_t num_structs, const int32_t *num_nodes,\n"
+                   "    %s, const double *values, char *err, size_t errlen) {\n"
+                   "  CtxrtError e;\n"
+                   "  if (!m) return %s_status(CTXRT_ERR_ARG, &(CtxrtError){CTXRT_ERR_ARG, 0, "
+                   "\"error: no model\"}, err, errlen);\n"
+                   "  CtxrtStatus st = ctxrt_model_run_arrays((CtxrtModel *)m, num_structs, "
+                   "num_nodes, %s, values, &e);\n"
+                   "  return %s_status(st, &e, err, errlen);\n}\n\n",
+                   n, heads ? "heads" : "arrays", n,
+                   heads ? "const int32_t *heads" : "const int32_t *num_deps, const int32_t *deps",
+                   n, heads ? "NULL, NULL, heads" : "num_deps, deps, NULL", n);
+  ctx_buf_printf(c, "int %s_num_values(void) { return %s_desc.spec.num_values; }\n\n"
+                 "int %s_kind(void) { return (int)%s_desc.spec.kind; }\n\n"
+                 "int %s_output_shape(int64_t *dims) {\n", n, n, n, n, n);
+  for (int d = 0; d < sh->rank; d++)
+    ctx_buf_printf(c, "  dims[%d] = %ld;\n", d, sh->dims[d]);
+  ctx_buf_printf(c, "  (void)dims;\n  return %d;\n}\n\n", sh->rank);
+}
+
 /* The API of NAME.h over ctxrt_model_*; a NAME_model is a CtxrtModel. */
 static void model_api(CtxBuf *c, const CtxBuild *b) {
   const char *n = b->name;
@@ -333,6 +445,7 @@ static void model_api(CtxBuf *c, const CtxBuild *b) {
                    "  CtxrtStatus st = ctxrt_model_run_text((CtxrtModel *)m, \"%s\", text ? text : \"\","
                    " len, %d, &e);\n  return %s_status(st, &e, err, errlen);\n}\n\n",
                    n, nodes ? "nodes" : "ptb", n, n, nodes ? "nodes" : "ptb", nodes, n);
+  model_arrays(c, b);
   ctx_buf_printf(c, "int64_t %s_num_outputs(const %s_model *m) {\n  int64_t rows = 0;\n"
                  "  if (m) ctxrt_model_outputs((const CtxrtModel *)m, &rows);\n"
                  "  return rows;\n}\n\n", n, n);
@@ -428,7 +541,10 @@ static int build_all(CtxBuild *b) {
   b->k = ctx_pipeline_kernel(b->s, b->p);
   char *kernel_o = out_path(b, "", "_kernel.o");
   int rc = 0;
-  if (!b->k || !cg_emit_object(b->k, kernel_o, &b->s->diag)) {
+  /* The kernel's symbol carries the library's name, so that two builds of
+   * one model link into one program. */
+  if (b->k) b->k->name = ctx_arena_printf(b->s->arena, "ctx_%s_kernel", b->name);
+  if (!b->k || !cg_emit_object_cpu(b->k, kernel_o, b->s->opts.build.cpu, &b->s->diag)) {
     rc = ctx_session_exit_code(b->s);
     rc = rc ? rc : CTX_EXIT_ICE;
   }
@@ -457,7 +573,7 @@ int ctx_build(CtxSession *s) {
     rc = ctx_session_exit_code(s);
     return rc ? rc : CTX_EXIT_ICE;
   }
-  b.name = b.p->name;
+  b.name = s->opts.build.name ? s->opts.build.name : b.p->name;
   b.upper = ctx_xmalloc(strlen(b.name) + 1);
   for (size_t i = 0; i <= strlen(b.name); i++)
     b.upper[i] = (char)toupper((unsigned char)b.name[i]);

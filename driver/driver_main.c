@@ -21,6 +21,7 @@ typedef struct {
   int (*run)(CtxSession *s);
   /* the verb's own options (NULL: none); see ctx_run_option */
   int (*option)(int argc, char **argv, int *i, CtxOptions *o);
+  const char *notes; /* help text after the options (NULL: none) */
 } Verb;
 
 /* --disable / --enable, in every verb that compiles (names: ra_opt_lookup). */
@@ -54,9 +55,15 @@ static const char run_options[] =
     "                     compiled kernel (float32, JIT-compiled for this CPU)\n"
     "  --input FILE       the input structures (without --input and --gen: a bundled\n"
     "                     sample that fits the model, see below)\n"
-    "  --format ptb|nodes the input's format; default from its extension: .ptb,\n"
-    "                     .txt, .trees -> ptb (bracketed trees), .nodes -> nodes\n"
-    "  --vocab FILE       map the words of bracketed trees to ids (one word a line)\n"
+    "  --format ptb|nodes|conllu  the input's format; default from its extension:\n"
+    "                     .ptb, .txt, .trees -> ptb (bracketed trees), .nodes ->\n"
+    "                     nodes, .conllu -> conllu (dependency trees)\n"
+    "  --vocab FILE       map the words of bracketed trees and CoNLL-U to ids (one\n"
+    "                     word a line; without it words must be integer ids)\n"
+    "  --conllu-column C  the CoNLL-U column holding the word: FORM (default),\n"
+    "                     LEMMA, UPOS or XPOS\n"
+    "  --unk WORD         words not in the --vocab file take WORD's id (e.g. <unk>)\n"
+    "                     instead of being an error\n"
     "  --gen SPEC         generate the input instead, e.g. binary:leaves=20,count=10\n"
     "                     (shapes binary, complete, nary, chain, grid, sequence; keys\n"
     "                     count, seed, vocab, features, values; docs/formats.md);\n"
@@ -87,7 +94,11 @@ static const char run_options[] =
     "  -D NAME=VALUE      override dim NAME (also -DNAME=VALUE)\n"
     OPT_OPTIONS
     "  --error-limit=N    stop after N errors (default 20, 0 = no limit)\n"
-    "  -h, --help         show this help\n"
+    "  -h, --help         show this help\n";
+
+/* What follows ctx run's options in its help (a string of its own: one
+ * literal stays under the 4095 characters C99 promises). */
+static const char run_notes[] =
     "\n"
     "bundled samples (no --input, no --gen), looked up in DIR/data/ where DIR holds\n"
     "the model, then in the source tree's examples/data/:\n"
@@ -122,13 +133,19 @@ static const char build_options[] =
     "  -o, --output DIR   the output directory (made when missing): libNAME.so,\n"
     "                     libNAME.a, NAME.h (the API; NAME is the model's name),\n"
     "                     and the intermediate NAME_kernel.o, NAME_model.c/.o\n"
+    "  --name NAME        the library's name and symbol prefix (default: the\n"
+    "                     model's); builds of one model with other dims and names\n"
+    "                     link into one program\n"
+    "  --cpu CPU          the CPU the kernel is compiled for: native (default: this\n"
+    "                     machine's), x86-64-v3 (AVX2, FMA), x86-64-v4 (AVX-512) or\n"
+    "                     generic (any x86-64), for libraries run elsewhere\n"
     "  -D NAME=VALUE      override dim NAME (also -DNAME=VALUE)\n"
     OPT_OPTIONS
     "  --error-limit=N    stop after N errors (default 20, 0 = no limit)\n"
     "  -h, --help         show this help\n"
     "\n"
-    "The kernel is compiled for this CPU (its name and features, O3, PIC) as\n"
-    "ctx run's JIT does. The C compiler is $CC (default cc); ar must be on PATH.\n"
+    "By default the kernel is compiled for this CPU (its name and features, O3,\n"
+    "PIC) as ctx run's JIT does. The C compiler is $CC (default cc); ar must be on PATH.\n"
     "Link a program with -lNAME, or with libNAME.a -ljansson -lm.\n"
     "\n"
     "exit codes: 0 ok, 1 errors in the model, 2 bad command line or output\n"
@@ -157,19 +174,19 @@ static int run_fmt(CtxSession *s) {
 
 static const Verb verbs[] = {
     {"check", "parse and check model (.ctx) and schedule (.sched) files",
-     "ctx check [options] FILE...", common_options, run_check, NULL},
+     "ctx check [options] FILE...", common_options, run_check, NULL, NULL},
     {"fmt", "print files in canonical form (what --dump=ast shows)",
-     "ctx fmt [options] FILE...", fmt_options, run_fmt, NULL},
+     "ctx fmt [options] FILE...", fmt_options, run_fmt, NULL, NULL},
     {"run", "run a model (.ctx) on input structures",
      CTX_RUN_USAGE, run_options,
-     ctx_run, ctx_run_option},
+     ctx_run, ctx_run_option, run_notes},
     {"params", "list a model's parameters and their shapes, or write a weights template",
-     CTX_PARAMS_USAGE, params_options, ctx_params, ctx_params_option},
+     CTX_PARAMS_USAGE, params_options, ctx_params, ctx_params_option, NULL},
     {"repl", "an interactive session: load, edit and JIT-run a model, evaluate expressions",
-     CTX_REPL_USAGE, repl_options, ctx_repl, ctx_repl_option},
+     CTX_REPL_USAGE, repl_options, ctx_repl, ctx_repl_option, NULL},
 #ifdef CTX_HAVE_JIT
     {"build", "compile a model ahead of time into a C library (.so, .a, header)",
-     CTX_BUILD_USAGE, build_options, ctx_build, ctx_build_option},
+     CTX_BUILD_USAGE, build_options, ctx_build, ctx_build_option, NULL},
 #endif
 };
 enum { NUM_VERBS = sizeof verbs / sizeof verbs[0] };
@@ -185,8 +202,8 @@ static void print_main_help(FILE *f) {
 }
 
 static void print_verb_help(FILE *f, const Verb *v) {
-  fprintf(f, "ctx %s — %s\n\nusage: %s\n\noptions:\n%s", v->name, v->summary, v->usage,
-          v->options);
+  fprintf(f, "ctx %s — %s\n\nusage: %s\n\noptions:\n%s%s", v->name, v->summary, v->usage,
+          v->options, v->notes ? v->notes : "");
 }
 
 static int usage_error(const Verb *v, const char *fmt, const char *arg) {

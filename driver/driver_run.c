@@ -108,6 +108,8 @@ static const PathOption path_options[] = {
     {"--input", offsetof(CtxRunOptions, input)},
     {"--gen", offsetof(CtxRunOptions, gen)},
     {"--vocab", offsetof(CtxRunOptions, vocab)},
+    {"--conllu-column", offsetof(CtxRunOptions, conllu_column)},
+    {"--unk", offsetof(CtxRunOptions, unk)},
     {"--output", offsetof(CtxRunOptions, output)},
 };
 enum { NUM_PATH_OPTIONS = sizeof path_options / sizeof path_options[0] };
@@ -127,8 +129,10 @@ static int set_value(CtxRunOptions *r, const char *name, const char *val) {
       r->format = CTX_FORMAT_PTB;
     else if (strcmp(val, "nodes") == 0)
       r->format = CTX_FORMAT_NODES;
+    else if (strcmp(val, "conllu") == 0)
+      r->format = CTX_FORMAT_CONLLU;
     else
-      return run_usage("unknown format '%s' for --format (formats: ptb, nodes)", val);
+      return run_usage("unknown format '%s' for --format (formats: ptb, nodes, conllu)", val);
     return 0;
   }
   uint64_t *num = strcmp(name, "--batch") == 0    ? &r->batch
@@ -148,7 +152,8 @@ static int set_value(CtxRunOptions *r, const char *name, const char *val) {
 int ctx_run_option(int argc, char **argv, int *i, CtxOptions *o) {
   static const char *const valued[] = {"--weights", "--input", "--gen",   "--vocab",
                                        "--output",  "--format", "--seed", "--batch",
-                                       "--repeat",  "--threads"};
+                                       "--repeat",  "--threads", "--conllu-column",
+                                       "--unk"};
   const char *a = argv[*i];
   if (strcmp(a, "--interp") == 0) {
     o->run.interp = true;
@@ -180,6 +185,7 @@ static CtxFormat format_of(const char *path) {
   if (has_suffix(path, ".ptb") || has_suffix(path, ".txt") || has_suffix(path, ".trees"))
     return CTX_FORMAT_PTB;
   if (has_suffix(path, ".nodes")) return CTX_FORMAT_NODES;
+  if (has_suffix(path, ".conllu")) return CTX_FORMAT_CONLLU;
   return CTX_FORMAT_AUTO;
 }
 
@@ -203,10 +209,17 @@ static int check_command(CtxOptions *opts) {
   if (r->input && r->format == CTX_FORMAT_AUTO) r->format = format_of(r->input);
   if (r->input && r->format == CTX_FORMAT_AUTO)
     return run_usage("cannot tell the format of '%s' from its extension; give --format "
-                     "ptb or --format nodes",
+                     "ptb, nodes or conllu",
                      r->input);
-  if (r->vocab && r->format != CTX_FORMAT_PTB)
-    return run_usage("--vocab applies to bracketed trees (--format ptb) only%s", "");
+  if (r->vocab && r->format != CTX_FORMAT_PTB && r->format != CTX_FORMAT_CONLLU)
+    return run_usage("--vocab applies to bracketed trees and CoNLL-U (--format ptb, "
+                     "conllu) only%s", "");
+  if (r->unk && !r->vocab) return run_usage("--unk applies with --vocab only%s", "");
+  if (r->conllu_column && r->format != CTX_FORMAT_CONLLU)
+    return run_usage("--conllu-column applies to CoNLL-U input (--format conllu) only%s", "");
+  if (r->conllu_column && ctxrt_conllu_column(r->conllu_column) < 0)
+    return run_usage("unknown CoNLL-U column '%s' for --conllu-column (columns: FORM, "
+                     "LEMMA, UPOS, XPOS)", r->conllu_column);
   return 0;
 }
 
@@ -320,7 +333,14 @@ static CtxrtStatus read_file(CtxRun *r, const char *path, CtxFormat format) {
   if (format == CTX_FORMAT_NODES) return ctxrt_read_nodes_file(path, &r->forest, &r->err);
   if (r->o->vocab) {
     CtxrtStatus st = ctxrt_vocab_read_file(r->o->vocab, &r->vocab, &r->err);
+    if (!st && r->o->unk)
+      st = ctxrt_vocab_set_fallback(r->vocab, r->o->unk, strlen(r->o->unk), &r->err);
     if (st) return st;
+  }
+  if (format == CTX_FORMAT_CONLLU) {
+    const char *col = r->o->conllu_column ? r->o->conllu_column : "FORM";
+    return ctxrt_read_conllu_file(path, r->vocab, ctxrt_conllu_column(col), &r->forest,
+                                  &r->err);
   }
   return ctxrt_read_ptb_file(path, r->vocab, &r->forest, &r->err);
 }

@@ -150,6 +150,16 @@ int32_t ctxrt_vocab_size(const CtxrtVocab *vocab);
 /* The id of the [len]-byte word at [word] in [vocab], or -1 when it is unknown. */
 int32_t ctxrt_vocab_lookup(const CtxrtVocab *vocab, const char *word, size_t len);
 
+/* Makes the readers give words not in [vocab] the id of the [len]-byte word
+ * at [word] (an unknown-word token such as `<unk>`) instead of reporting
+ * them. CTXRT_ERR_INVALID when [word] is not in [vocab]. */
+CtxrtStatus ctxrt_vocab_set_fallback(CtxrtVocab *vocab, const char *word, size_t len,
+                                     CtxrtError *err);
+
+/* The id a reader gives the [len]-byte word at [word]: its id, else the
+ * fallback's (ctxrt_vocab_set_fallback), else -1. */
+int32_t ctxrt_vocab_word_id(const CtxrtVocab *vocab, const char *word, size_t len);
+
 /* The word with id [id] (NUL-terminated), or NULL when [id] is out of range. */
 const char *ctxrt_vocab_word(const CtxrtVocab *vocab, int32_t id);
 
@@ -179,6 +189,27 @@ CtxrtStatus ctxrt_read_nodes_file(const char *path, CtxrtForest **out, CtxrtErro
 CtxrtStatus ctxrt_read_nodes_buffer(const char *name, const char *data, size_t len,
                                     CtxrtForest **out, CtxrtError *err);
 
+/* Reads CoNLL-U dependency trees (Universal Dependencies), one tree per
+ * sentence: every word (a line whose ID is an integer) is a node, its head's
+ * child, children in sentence order; multiword-token lines (ID `3-4`),
+ * empty-node lines (ID `5.1`) and comment lines (`#`) are skipped. Each node
+ * carries one value: field [column] of its line (1 FORM, 2 LEMMA, 3 UPOS,
+ * 4 XPOS; ctxrt_conllu_column maps the names) looked up in [vocab], or
+ * without one read as an integer word id. A node's id is its word ID (from 1).
+ * Catches, besides malformed lines (not ten tab-separated columns, an empty
+ * column, a bad ID or HEAD), word IDs out of sequence and a HEAD outside the
+ * sentence; roots and cycles are ctxrt_forest_validate's. CTXRT_ERR_ARG for a
+ * [column] outside 1..4. */
+CtxrtStatus ctxrt_read_conllu_file(const char *path, const CtxrtVocab *vocab, int column,
+                                   CtxrtForest **out, CtxrtError *err);
+CtxrtStatus ctxrt_read_conllu_buffer(const char *name, const char *data, size_t len,
+                                     const CtxrtVocab *vocab, int column,
+                                     CtxrtForest **out, CtxrtError *err);
+
+/* The field number of the CoNLL-U column [name] ("FORM" 1, "LEMMA" 2, "UPOS" 3,
+ * "XPOS" 4), or -1 for any other name. */
+int ctxrt_conllu_column(const char *name);
+
 /* ------------------------------------------------------------------------------
  * Validation against what the model declares
  */
@@ -200,6 +231,36 @@ typedef struct CtxrtSpec {
                                 value a word id that must be an integer in [0, V);
                                 0 makes it a plain number */
 } CtxrtSpec;
+
+/* Forests from arrays, for programs that hold structures already (no text):
+ * [num_structs] structures of [kind], structure s with num_nodes[s] nodes;
+ * per-node arrays hold the nodes of all structures one after the other, and
+ * node indices count from 0 within their structure. Node n depends on
+ * num_deps[n] nodes listed in order in [deps] (all nodes' lists concatenated):
+ * a tree node's children, a DAG node's predecessors. Sequences need neither
+ * (both may be NULL): each element depends on the one before it. [values]
+ * holds [num_values] numbers for every node (NULL when [num_values] is 0);
+ * with CTXRT_VALUES_LEAVES those of nodes with dependencies are ignored. A
+ * value that is an integer counts as one (word ids). The name [name] is used
+ * in messages; nodes are named by their index. Errors: CTXRT_ERR_ARG for
+ * negative counts or missing arrays, CTXRT_ERR_INVALID for a dependency
+ * outside its structure or a value that is not finite (NaN, inf). The
+ * arrays are copied, not kept; validate the forest as any other. */
+CtxrtStatus ctxrt_forest_from_arrays(const char *name, CtxrtKind kind, int32_t num_structs,
+                                     const int32_t *num_nodes, const int32_t *num_deps,
+                                     const int32_t *deps, int32_t num_values,
+                                     const double *values, CtxrtValuesOn values_on,
+                                     CtxrtForest **out, CtxrtError *err);
+
+/* Trees as parent arrays: heads[n] is node n's parent (an index within its
+ * structure) or -1 for the root, the children of a node in index order (a
+ * CoNLL-U HEAD column minus one). A head outside [-1, num_nodes[s]) is
+ * CTXRT_ERR_INVALID; otherwise as ctxrt_forest_from_arrays. */
+CtxrtStatus ctxrt_forest_from_heads(const char *name, int32_t num_structs,
+                                    const int32_t *num_nodes, const int32_t *heads,
+                                    int32_t num_values, const double *values,
+                                    CtxrtValuesOn values_on, CtxrtForest **out,
+                                    CtxrtError *err);
 
 /* Checks [forest] against [spec] and returns CTXRT_OK or CTXRT_ERR_INVALID (or
  * CTXRT_ERR_NOMEM) with [err] naming the first problem: an empty input or an empty
@@ -663,6 +724,15 @@ CtxrtStatus ctxrt_model_run(CtxrtModel *model, const CtxrtForest *forest, int al
  * runs the model on them (outputs only, into the model's own buffer). */
 CtxrtStatus ctxrt_model_run_text(CtxrtModel *model, const char *name, const char *data,
                                  size_t len, int nodes, CtxrtError *err);
+
+/* Makes a forest of desc->spec's kind from arrays (ctxrt_forest_from_heads
+ * when [heads] is not NULL, else ctxrt_forest_from_arrays with [num_deps] and
+ * [deps]; desc->spec's values per node, "arrays" in messages), validates it
+ * and runs the model on it as ctxrt_model_run_text does. */
+CtxrtStatus ctxrt_model_run_arrays(CtxrtModel *model, int32_t num_structs,
+                                   const int32_t *num_nodes, const int32_t *num_deps,
+                                   const int32_t *deps, const int32_t *heads,
+                                   const double *values, CtxrtError *err);
 
 /* The rows of the last ctxrt_model_run into the model's own buffer or
  * ctxrt_model_run_text: [*rows] rows of desc->out_size floats (NULL, 0 before). */

@@ -104,7 +104,8 @@ void ctxrt__build_dep(CtxrtBuild *b, int32_t dep);
 /* Sets the label of the last node. */
 void ctxrt__build_label(CtxrtBuild *b, const char *s, size_t len);
 /* Replaces all dependencies by the children lists that [parent] describes
- * ([parent][i] < i, or -1 for a root), children in increasing index order. */
+ * ([parent][i] a node index, before or after i (CoNLL-U heads point either
+ * way), or -1 for a root), children in increasing index order. */
 void ctxrt__build_deps_from_parents(CtxrtBuild *b, const int32_t *parent);
 /* Moves everything into a new forest named [name] and frees [b] either way. */
 CtxrtStatus ctxrt__build_finish(CtxrtBuild *b, const char *name, CtxrtForest **out,

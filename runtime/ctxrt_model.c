@@ -292,6 +292,29 @@ CtxrtStatus ctxrt_model_run_text(CtxrtModel *m, const char *name, const char *da
   return st;
 }
 
+CtxrtStatus ctxrt_model_run_arrays(CtxrtModel *m, int32_t num_structs,
+                                   const int32_t *num_nodes, const int32_t *num_deps,
+                                   const int32_t *deps, const int32_t *heads,
+                                   const double *values, CtxrtError *err) {
+  const CtxrtSpec *spec = &m->d->spec;
+  CtxrtForest *f = NULL;
+  m->out_rows = 0;
+  CtxrtStatus st;
+  if (heads && spec->kind != CTXRT_TREE)
+    st = ctxrt__err(err, CTXRT_ERR_ARG, "arrays", 0, "parent arrays describe trees, but "
+                    "the model reads '%s' structures", ctxrt_kind_name(spec->kind));
+  else if (heads)
+    st = ctxrt_forest_from_heads("arrays", num_structs, num_nodes, heads, spec->num_values,
+                                 values, spec->values_on, &f, err);
+  else
+    st = ctxrt_forest_from_arrays("arrays", spec->kind, num_structs, num_nodes, num_deps,
+                                  deps, spec->num_values, values, spec->values_on, &f, err);
+  if (!st) st = ctxrt_forest_validate(f, spec, err);
+  if (!st) st = ctxrt_model_run(m, f, 0, NULL, err);
+  ctxrt_forest_destroy(f);
+  return st;
+}
+
 const float *ctxrt_model_outputs(const CtxrtModel *m, int64_t *rows) {
   *rows = m->out_rows;
   return m->out_rows ? m->out : NULL;

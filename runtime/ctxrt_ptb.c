@@ -83,7 +83,7 @@ static CtxrtStatus leaf_word(PtbReader *r, Tok t) {
   int structure = (int)r->b.struct_line.len;
   int64_t id;
   if (r->vocab) {
-    id = ctxrt_vocab_lookup(r->vocab, t.s, t.len);
+    id = ctxrt_vocab_word_id(r->vocab, t.s, t.len);
     if (id < 0)
       return ctxrt__err(r->err, CTXRT_ERR_INVALID, r->name, r->line,
                         "structure %d, node %d: unknown word '%s'", structure, (int)node,

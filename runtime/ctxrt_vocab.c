@@ -20,6 +20,7 @@ struct CtxrtVocab {
   int32_t *sorted; /* ids of the non-empty words, sorted by word */
   int32_t *offset; /* [count + 1]: word i is pool[offset[i] .. offset[i+1]-1) */
   char *pool;      /* the words, each followed by a NUL */
+  int32_t fallback; /* the id readers give unknown words; -1: none (an error) */
 };
 
 static size_t word_len(const CtxrtVocab *v, int32_t id) {
@@ -83,6 +84,7 @@ static CtxrtVocab *vocab_alloc(size_t lines, size_t len) {
     return NULL;
   }
   v->offset[0] = 0;
+  v->fallback = -1;
   return v;
 }
 
@@ -178,4 +180,21 @@ CtxrtStatus ctxrt_vocab_read_file(const char *path, CtxrtVocab **out, CtxrtError
   st = ctxrt_vocab_read_buffer(path, data, len, out, err);
   free(data);
   return st;
+}
+
+CtxrtStatus ctxrt_vocab_set_fallback(CtxrtVocab *v, const char *word, size_t len,
+                                     CtxrtError *err) {
+  char q[CTXRT_QUOTE_SIZE];
+  int32_t id = ctxrt_vocab_lookup(v, word, len);
+  if (id < 0)
+    return ctxrt__err(err, CTXRT_ERR_INVALID, NULL, 0,
+                      "the fallback word '%s' is not in the vocabulary",
+                      ctxrt__quote(q, word, len));
+  v->fallback = id;
+  return CTXRT_OK;
+}
+
+int32_t ctxrt_vocab_word_id(const CtxrtVocab *v, const char *word, size_t len) {
+  int32_t id = ctxrt_vocab_lookup(v, word, len);
+  return id >= 0 ? id : v->fallback;
 }

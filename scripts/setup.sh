@@ -5,7 +5,7 @@ set -euo pipefail
 
 PKGS=(cmake ninja-build pkg-config re2c bison check llvm-19-dev clang-19
       libclang-rt-19-dev libffi-dev libedit-dev libjansson-dev python3
-      python3-numpy python3-torch vim emacs-nox tmux)
+      python3-numpy python3-torch vim emacs-nox tmux binutils)  # binutils: ar (ctx build), objdump (aot_embed)
 # A machine may carry its own Node.js with npm bundled; Debian's npm would clash.
 command -v npm >/dev/null 2>&1 || PKGS+=(nodejs npm)
 

@@ -53,10 +53,10 @@ def read_npy(path):
     return [list(vals[r * cols:(r + 1) * cols]) for r in range(rows)]
 
 
-def assert_close(got, want, rtol, atol, what):
+def assert_close(got, want, rtol, atol, what, width=H):
     assert len(got) == len(want) and len(got) > 1, (what, len(got), len(want))
     for r, (g, w) in enumerate(zip(got, want)):
-        assert len(g) == len(w) == H, (what, r, len(g), len(w))
+        assert len(g) == len(w) == width, (what, r, len(g), len(w))
         for c, (x, y) in enumerate(zip(g, w)):
             if abs(x - y) > atol + rtol * abs(y):
                 sys.exit(f"FAIL: {what}: row {r} value {c}: {x!r} vs {y!r}")
@@ -93,6 +93,76 @@ def check_errors(a, model, out):
     p = run([ctx, "build", model, "-D", f"H={H}", "-o", out + "_nocc"], env=env, expect=70)
     assert "cannot run" in p.stderr and "CC" in p.stderr, p.stderr
     run([ctx, "build", "--help"])
+    p = run([ctx, "build", model, "--name", "1x", "-o", out], expect=2)
+    assert "not a C identifier" in p.stderr, p.stderr
+    p = run([ctx, "build", model, "--name", "ctxrt_x", "-o", out], expect=2)
+    assert "starts like the runtime's symbols" in p.stderr, p.stderr
+    p = run([ctx, "build", model, "--cpu", "pentium", "-o", out], expect=2)
+    assert "give native, generic, x86-64-v3 or x86-64-v4" in p.stderr, p.stderr
+
+
+def ctx_run_rows(a, model, h, trees, tmp):
+    npy = os.path.join(tmp, f"ref{h}.npy")
+    run([a.ctx, "run", model, "-D", f"H={h}", "--input", trees, "--output", npy])
+    return read_npy(npy)
+
+
+def check_two_libraries(a, model, trees, env):
+    """treelstm at H=64 as 'a' and H=128 as 'b', both archives in one program."""
+    outs = {n: os.path.join(a.tmp, "lib_" + n) for n in ("a", "b")}
+    for name, h in (("a", 64), ("b", 128)):
+        run([a.ctx, "build", model, "-D", f"H={h}", "--name", name, "-o", outs[name]], env=env)
+    exe = os.path.join(a.tmp, "two_models")
+    src = os.path.join(a.src, "examples", "embed", "two_models.c")
+    run(shlex.split(a.cc) + shlex.split(a.cflags) +
+        ["-std=c11", "-Wall", "-Wextra", "-Werror", "-I", outs["a"], "-I", outs["b"], src,
+         os.path.join(outs["a"], "liba.a"), os.path.join(outs["b"], "libb.a"),
+         "-ljansson", "-lm", "-lpthread", "-o", exe])
+    lines = run([exe, trees]).stdout.splitlines()
+    for name, h in (("a", 64), ("b", 128)):
+        got = parse_rows("\n".join(l[2:] for l in lines if l.startswith(name + " ")))
+        assert_close(got, ctx_run_rows(a, model, h, trees, a.tmp), 1e-6, 1e-7,
+                     f"two_models {name} (H={h}) vs ctx run", width=h)
+
+
+def host_has_avx512():
+    try:
+        return any(l.startswith("flags") and " avx512f" in l for l in open("/proc/cpuinfo"))
+    except OSError:
+        return False
+
+
+def check_cpu_levels(a, model, trees, env):
+    """--cpu generic: no AVX-512 (zmm) nor AVX (ymm) instruction in the
+    library, and the same numbers; x86-64-v3: AVX but no AVX-512; x86-64-v4
+    and native on an AVX-512 host: zmm (so the check can fail)."""
+    if not os.uname().machine == "x86_64":
+        return
+    want = ctx_run_rows(a, model, H, trees, a.tmp)
+    for cpu in ("generic", "x86-64-v3", "x86-64-v4", "native"):
+        out = os.path.join(a.tmp, "cpu_" + cpu)
+        run([a.ctx, "build", model, "-D", f"H={H}", "--cpu", cpu, "-o", out], env=env)
+        asm = run(["objdump", "-d", "--no-show-raw-insn",
+                   os.path.join(out, "libtreelstm.so")]).stdout
+        zmm, ymm = "%zmm" in asm, "%ymm" in asm
+        if cpu == "generic":
+            assert not zmm and not ymm, f"--cpu generic: zmm {zmm}, ymm {ymm}"
+        elif cpu == "x86-64-v3":
+            assert not zmm and ymm, f"--cpu x86-64-v3: zmm {zmm}, ymm {ymm}"
+        elif cpu == "x86-64-v4":
+            assert zmm, "--cpu x86-64-v4: no zmm register"
+            if not host_has_avx512():
+                continue  # built and inspected; it cannot run here
+        elif host_has_avx512():
+            assert zmm, "--cpu native on an AVX-512 host: no zmm register"
+        header = open(os.path.join(out, "treelstm.h")).read()
+        assert (cpu in header) == (cpu != "native"), cpu
+        exe = os.path.join(a.tmp, "embed_" + cpu)
+        run(shlex.split(a.cc) + shlex.split(a.cflags) +
+            ["-std=c11", "-I", out, os.path.join(a.src, "examples", "embed", "embed.c"),
+             os.path.join(out, "libtreelstm.a"), "-ljansson", "-lm", "-lpthread", "-o", exe])
+        got = parse_rows(run([exe, trees]).stdout)
+        assert_close(got, want, 1e-5, 1e-6, f"--cpu {cpu} vs ctx run")
 
 
 def main():
@@ -130,6 +200,10 @@ def main():
             what = f"{os.path.basename(exe)} {' '.join(wargs) or 'default weights'}"
             assert_close(got, ref["jit"], 1e-6, 1e-7, what + " vs ctx run")
             assert_close(got, ref["interp"], 1e-4, 1e-5, what + " vs ctx run --interp")
+            # the same trees passed as arrays: the same forest, bit for bit
+            for mode in ("--arrays", "--heads"):
+                got_m = parse_rows(run([exe] + wargs + [mode, trees]).stdout)
+                assert_close(got_m, got, 0, 0, what + " " + mode)
     # one thread, three threads (more than the cores), CTXRT_THREADS: bit for bit
     for targs, tenv in ((["--threads", "1"], None), (["--threads", "3"], None),
                         ([], dict(os.environ, CTXRT_THREADS="2"))):
@@ -142,7 +216,15 @@ def main():
     open(bad, "w").write("(1 (2 x))\n")
     p = run([exe_so, bad], expect=1)
     assert "not an integer id" in p.stderr, p.stderr
-    print(f"aot_embed: ok ({len(got)} trees, H={H}, .so and .a, default and file weights)")
+    open(bad, "w").write("(1 (2 3) (2 4) (2 5))\n")
+    for mode in ("--arrays", "--heads"):
+        p = run([exe_so, mode, bad], expect=1)
+        assert "arrays: error: structure 1, node 0: 3 children, more than the maximum 2" \
+            in p.stderr, p.stderr
+    check_two_libraries(a, model, trees, env)
+    check_cpu_levels(a, model, trees, env)
+    print(f"aot_embed: ok ({len(got)} trees, H={H}, .so and .a, default and file weights, "
+          "text and arrays, two libraries in one program, --cpu levels)")
 
 
 if __name__ == "__main__":
