@@ -10,8 +10,8 @@ sequence of torch ops per node, under torch.inference_mode(). After one warm-up
 pass it runs --repeat passes over all batches. --batch and --threads take comma
 lists; one line per (batch, threads) pair, like `ctx run --time`:
   time: median_ms=M p10_ms=P p90_ms=Q batches=N batch_size=B threads=T
---output writes the root outputs (float32 .npy) of the last run. torch's threads
-and OpenBLAS's (torch's BLAS, whose pool is not torch's) are both set to --threads.
+--output writes the root outputs (float32 .npy) of the last run. --threads goes to
+OpenBLAS (torch's BLAS); torch's own pool stays at one thread (set_threads()).
 --serve: see driver(). torch_level.py shares this driver and the readers.
 
 usage: torch_eager.py MODEL --input FILE --weights W.safetensors [-D H=256]
@@ -256,8 +256,12 @@ def blas_lib():
 
 
 def set_threads(lib, threads):
-    torch.set_num_threads(threads)
-    if lib is not None:  # torch does not tell OpenBLAS: its pool defaults to every core
+    """torch's own pool and OpenBLAS's (torch's BLAS, which torch does not size) are
+    two pools of spinning threads: both at 2 on two cores ran mvrnn H=128 B=10 at
+    600 ms a batch against 54 ms with torch's at 1 and OpenBLAS's at 2 (and 87 the
+    other way round), so the matrix products get the threads."""
+    torch.set_num_threads(1 if lib is not None else threads)
+    if lib is not None:
         lib.openblas_set_num_threads(threads)
 
 
@@ -315,10 +319,10 @@ def driver(name, prepare):
             prepared[bs] = prepare(a.model, P, H, structs, bs)
         run, batches = prepared[bs]
         med, p10, p90, n, outs = time_batches(run, batches, repeat)
+        if output:  # before the time line: the runner reads the file once it has that
+            np.save(output, torch.cat(outs).numpy().astype(np.float32))
         print("time: median_ms=%.4f p10_ms=%.4f p90_ms=%.4f batches=%d batch_size=%d"
               " threads=%d" % (med, p10, p90, n, bs, threads), flush=True)
-        if output:
-            np.save(output, torch.cat(outs).numpy().astype(np.float32))
 
     with torch.inference_mode():
         if a.serve:

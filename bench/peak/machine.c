@@ -12,8 +12,9 @@
  * 3. Read bandwidth of each cache level and of DRAM: a buffer of half the level's
  *    size (L1d, L2; the L3 is shared, a quarter of it), and one of 4x the L3 for DRAM,
  *    summed with the widest vector loads into independent accumulators, again and
- *    again; the best of a few rounds. Plus a sweep of sizes for the record.
- * 4. OpenBLAS: openblas_get_corename() and a large sgemm (2048^3) on 1 and 2
+ *    again. Plus a sweep of sizes for the record.
+ * Every figure is the best of many short rounds (see fma_peak()).
+ * 4. OpenBLAS: openblas_get_corename() and a large sgemm (1024^3) on 1 and 2
  *    threads — whether the baselines run on OpenBLAS's real kernel for this CPU.
  * Prints key=value lines the runner (bench/run.py) parses:
  *   cpu: model=.. family=.. vendor=..
@@ -85,47 +86,40 @@ static double fma_iter(int lanes, long iters) {
   return lanes == 16 ? fma_avx512(iters) : fma_avx2(iters);
 }
 
+/* Every rate below is the best of many short rounds (~0.5-8 ms each) over [secs]:
+ * on a shared machine a round that ran without being preempted is the core's
+ * own speed, and a limit must be the uncontended one. */
 static double fma_peak(int lanes, double secs) {
   int accs = lanes == 16 ? ACC : 12;
-  double best = 0;
+  double best = 0, t_end = now_s() + secs;
   volatile double sink = 0;
-  long iters = 1 << 16;
-  for (int round = 0; round < 5; round++) {
-    double t0 = now_s(), t;
-    long done = 0;
-    do {
-      sink += fma_iter(lanes, iters);
-      done += iters;
-      t = now_s() - t0;
-    } while (t < secs / 5);
-    double g = (double)done * accs * lanes * 2.0 / t / 1e9;
+  long iters = 1 << 18; /* 2^18 x 16 FMA x 16 lanes: ~0.5 ms at 250 GFLOP/s */
+  do {
+    double t0 = now_s();
+    sink += fma_iter(lanes, iters);
+    double g = (double)iters * accs * lanes * 2.0 / (now_s() - t0) / 1e9;
     if (g > best) best = g;
-  }
+  } while (now_s() < t_end);
   (void)sink;
   return best;
 }
 
 /* ---- clock -------------------------------------------------------------------- */
 
-/* GHz from [n] x 8 dependent 1-cycle adds. */
+/* GHz from 2^19 x 8 dependent 1-cycle adds a round (~1 ms at 4 GHz). */
 static double clock_ghz(double secs) {
-  double best = 0;
-  for (int round = 0; round < 5; round++) {
-    long n = 1 << 20, done = 0;
-    double t0 = now_s(), t;
-    do {
-      long x = 0, c = n;
-      __asm__ volatile("1:\n\t"
-                       "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
-                       "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
-                       "dec %1\n\tjnz 1b"
-                       : "+r"(x), "+r"(c));
-      done += n;
-      t = now_s() - t0;
-    } while (t < secs / 5);
-    double g = (double)done * 8 / t / 1e9;
+  double best = 0, t_end = now_s() + secs;
+  do {
+    long x = 0, n = 1 << 19, c = n;
+    double t0 = now_s();
+    __asm__ volatile("1:\n\t"
+                     "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
+                     "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
+                     "dec %1\n\tjnz 1b"
+                     : "+r"(x), "+r"(c));
+    double g = (double)n * 8 / (now_s() - t0) / 1e9;
     if (g > best) best = g;
-  }
+  } while (now_s() < t_end);
   return best;
 }
 
@@ -214,22 +208,22 @@ __attribute__((target("avx2"))) static float read_avx2(const float *p, size_t n)
   return out[0] + out[7];
 }
 
+/* Best GB/s reading [bytes] again and again. */
 static double read_gbps(int lanes, size_t bytes, double secs) {
   size_t n = bytes / sizeof(float) / 128 * 128;
   float *p = fill(n);
   volatile float sink = 0;
-  double best = 0;
-  for (int round = 0; round < 5; round++) {
-    size_t passes = 0;
-    double t0 = now_s(), t;
-    do {
+  double best = 0, t_end = now_s() + secs;
+  /* 64 MiB a round: 0.2-0.5 ms in the caches, one pass of a DRAM-sized buffer */
+  size_t passes = bytes >= (64u << 20) ? 1 : (64u << 20) / bytes;
+  sink += lanes == 16 ? read_avx512(p, n) : read_avx2(p, n); /* into the cache */
+  do {
+    double t0 = now_s();
+    for (size_t k = 0; k < passes; k++)
       sink += lanes == 16 ? read_avx512(p, n) : read_avx2(p, n);
-      passes++;
-      t = now_s() - t0;
-    } while (t < secs / 5);
-    double g = (double)n * sizeof(float) * (double)passes / t / 1e9;
+    double g = (double)n * sizeof(float) * (double)passes / (now_s() - t0) / 1e9;
     if (g > best) best = g;
-  }
+  } while (now_s() < t_end);
   (void)sink;
   free(p);
   return best;
@@ -262,23 +256,18 @@ static size_t cache_bytes(int level) {
 
 /* ---- OpenBLAS ------------------------------------------------------------------ */
 
+/* One 1024^3 product a round (~10 ms at 200 GFLOP/s): OpenBLAS's kernel at full speed. */
 static double sgemm_gflops(int n, int threads, double secs) {
   openblas_set_num_threads(threads);
   float *A = fill((size_t)n * n), *B = fill((size_t)n * n), *C = fill((size_t)n * n);
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1.0f, A, n, B, n, 0.0f, C, n);
-  double best = 0;
-  for (int round = 0; round < 3; round++) {
-    int reps = 0;
-    double t0 = now_s(), t;
-    do {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1.0f, A, n, B, n, 0.0f, C,
-                  n);
-      reps++;
-      t = now_s() - t0;
-    } while (t < secs / 3);
-    double g = 2.0 * n * n * (double)n * reps / t / 1e9;
+  double best = 0, t_end = now_s() + secs;
+  do {
+    double t0 = now_s();
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1.0f, A, n, B, n, 0.0f, C, n);
+    double g = 2.0 * n * n * (double)n / (now_s() - t0) / 1e9;
     if (g > best) best = g;
-  }
+  } while (now_s() < t_end);
   free(A), free(B), free(C);
   return best;
 }
@@ -316,7 +305,7 @@ int main(int argc, char **argv) {
     for (size_t kib = 16; kib <= 256 * 1024; kib *= 2)
       printf("sweep: bytes=%zu gbps=%.1f\n", kib * 1024, read_gbps(lanes, kib * 1024, secs / 3));
   const char *core = openblas_get_corename();
-  double g1 = sgemm_gflops(2048, 1, secs * 2), g2 = sgemm_gflops(2048, 2, secs * 2);
+  double g1 = sgemm_gflops(1024, 1, secs * 4), g2 = sgemm_gflops(1024, 2, secs * 4);
   printf("blas: corename=%s sgemm1_gflops=%.1f sgemm2_gflops=%.1f\n", core ? core : "?", g1, g2);
   return 0;
 }
