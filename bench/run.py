@@ -216,13 +216,17 @@ class Server:
 
 
 def close_to(got, ref, n):
+    """"ok" when the first [n] rows of [got] are within rtol 1e-4, atol 1e-5 of the
+    interpreter's; else how far the worst element is, in units of its tolerance."""
     try:
         a, r = np.load(got), np.load(ref)
     except (OSError, ValueError):
-        return "n/a"
+        return "no output"
     if a.shape[1:] != r.shape[1:] or a.shape[0] < n:
-        return "FAIL"
-    return "ok" if np.allclose(a[:n], r[:n], rtol=1e-4, atol=1e-5) else "FAIL"
+        return "shape %s" % (a.shape,)
+    a, r = a[:n].astype(np.float64), r[:n]
+    worst = float(np.max(np.abs(a - r) / (1e-5 + 1e-4 * np.abs(r))))
+    return "ok" if worst <= 1 else "%.2gx tol" % worst
 
 
 def head_structs(src, dst, n):
@@ -262,6 +266,8 @@ def machine(bin_dir, quick, cpu, env):
                                                      out)}
     m["bw_bytes"] = {a: int(b) for a, b, _ in re.findall(
         r"bw: level=(\w+) bytes=(\d+) gbps=([\d.]+)", out)}
+    m["sweep"] = [(int(a), float(g)) for a, g in re.findall(r"sweep: bytes=(\d+) gbps=([\d.]+)",
+                                                             out)]
     b = kv("blas")
     m["corename"], m["sgemm1"], m["sgemm2"] = b["corename"], float(b["sgemm1_gflops"]), float(
         b["sgemm2_gflops"])
@@ -460,6 +466,7 @@ def main():
     q = a.quick
     count, rounds, reps, ncheck = (30, 3, 1, 4) if q else (100, 5, 2, 10)
     t_start = time.time()
+    load0 = os.getloadavg()[0]
     data = os.path.join(a.work, "data-%d" % count)
     os.makedirs(data, exist_ok=True)
     if not os.path.exists(os.path.join(data, "seq.nodes")):
@@ -486,8 +493,9 @@ def main():
     print("median latency per batch in ms (%d structures per input; %d alternating rounds of "
           "%d pass(es) after a warm-up; one thread pinned to cpu %s); limit: one core; "
           "check: every column against `ctx run --interp` on the first %d structures "
-          "(rtol 1e-4, atol 1e-5); %.0f s" % (count, rounds, reps, a.cpu, ncheck,
-                                              time.time() - t_start))
+          "(rtol 1e-4, atol 1e-5); %.0f s; load average %.1f at the start, %.1f at the end "
+          "(%d cores)" % (count, rounds, reps, a.cpu, ncheck, time.time() - t_start, load0,
+                          os.getloadavg()[0], os.cpu_count()))
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"machine": {k: v for k, v in m.items() if k != "raw"}, "rows": rows,
