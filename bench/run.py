@@ -301,7 +301,7 @@ def header(m, env, ratios_ok):
             for k in ("L1", "L2", "L3", "DRAM")) + "; caches " + ", ".join(
             "L%d %s" % (k, mib(v)) for k, v in sorted(m["cache"].items())),
         "OpenBLAS (baselines: OPENBLAS_CORETYPE=%s, OPENBLAS_L2_SIZE unset; %s): corename %s,"
-        " sgemm 1024^3 %.1f GFLOP/s 1 thread (%.0f%% of the FMA peak), %.1f 2 threads" % (
+        " sgemm 512^3 %.1f GFLOP/s 1 thread (%.0f%% of the FMA peak), %.1f 2 threads" % (
             env["OPENBLAS_CORETYPE"], blas_variant(), m["corename"], m["sgemm1"],
             100 * m["sgemm1"] / m["peak"], m["sgemm2"]),
     ]

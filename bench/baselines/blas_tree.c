@@ -10,10 +10,11 @@
  *  - node-independent products of the whole batch in one sgemm before the levels:
  *    childsum's [W_iou; W_f]·x (the two matrices stacked once at load), dagrnn's W·x;
  *  - level by level (default), all nodes of a level gathered into one matrix and one
- *    cblas_sgemm per weight matrix per level (cblas_sgemv when the level has one
- *    node), with the algebra that saves products: U·(h_0 + h_1) once per node
- *    (treegru, treelstm, childsum's Σ h_k, dagrnn's Σ h_p), and treelstm's U_f·h_k of
- *    both children (childsum: of all children) as one product over the level;
+ *    cblas_sgemm per weight matrix per level (a cblas_sgemv per node when the level
+ *    has at most SGEMV_ROWS nodes: faster there), with the algebra that saves
+ *    products: U·(h_0 + h_1) once per node (treegru, treelstm, childsum's Σ h_k,
+ *    dagrnn's Σ h_p), and treelstm's U_f·h_k of both children (childsum: of all
+ *    children) as one product over the level;
  *  - or, with --per-node, one node at a time in the same order, one cblas_sgemv per
  *    weight matrix and operand (the better choice for small batches in several cases);
  *  - the elementwise epilogues in C (-ffast-math: glibc's vector expf/tanhf).
@@ -61,12 +62,17 @@ typedef struct Bench {
 static inline float sigm(float v) { return 1.0f / (1.0f + expf(-v)); }
 
 /* Y[n x rows] (ld ldy) = X[n x cols] (ld ldx) . Wt, W [rows x cols] row-major;
- * beta 0 or 1. One sgemm (sgemv for a single row); one sgemv per row in the
- * per-node baseline. */
+ * beta 0 or 1. One sgemm (one sgemv per row up to SGEMV_ROWS rows, and always in
+ * the per-node baseline). */
+/* Up to this many rows, a product is one sgemv per row: OpenBLAS 0.3.21's SkylakeX
+ * sgemm of [n x 256] x [256 x 1024] took 52 / 54 / 76 us at n = 2 / 4 / 10, its
+ * sgemv 10.6 us a row (best of 2000 calls, one Zen 5 core). */
+#define SGEMV_ROWS 4
+
 static void mm_rows(bool per_row, int n, int rows, int cols, const float *X, int ldx,
                     const float *W, float *Y, int ldy, float beta) {
   if (n <= 0) return;
-  if (n == 1 || per_row)
+  if (n <= SGEMV_ROWS || per_row)
     for (int i = 0; i < n; i++)
       cblas_sgemv(CblasRowMajor, CblasNoTrans, rows, cols, 1.0f, W, cols, X + (size_t)i * ldx, 1,
                   beta, Y + (size_t)i * ldy, 1);

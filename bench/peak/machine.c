@@ -1,10 +1,10 @@
 /* machine.c — the physical limits the bench table is measured against, on one core.
  *
  * 1. FMA peak: a register-resident loop of independent fused multiply-adds at the
- *    host's widest vector (AVX-512, else AVX2+FMA, else whatever the compiler makes
- *    of a plain loop), on one thread. The loop keeps ACC accumulators in flight, more
- *    than FMA latency x FMA ports needs on any x86 core (4-5 cycles x 2 ports = 10),
- *    and touches no memory.
+ *    host's widest vector (AVX-512, else AVX2+FMA; a host with neither gets no
+ *    figures and exit status 1), on one thread. The loop keeps ACC accumulators in
+ *    flight, more than FMA latency x FMA ports needs on any x86 core (4-5 cycles x
+ *    2 ports = 10), and touches no memory.
  * 2. The theoretical peak beside it: lanes x 2 FLOPs x FMA ports x clock. The clock
  *    is measured with a chain of dependent integer adds (1 cycle each on every x86
  *    core since the P6), so it is the clock the core really ran at; the port count
@@ -14,7 +14,7 @@
  *    summed with the widest vector loads into independent accumulators, again and
  *    again. Plus a sweep of sizes for the record.
  * Every figure is the best of many short rounds (see fma_peak()).
- * 4. OpenBLAS: openblas_get_corename() and a large sgemm (1024^3) on 1 and 2
+ * 4. OpenBLAS: openblas_get_corename() and a large sgemm (512^3) on 1 and 2
  *    threads — whether the baselines run on OpenBLAS's real kernel for this CPU.
  * Prints key=value lines the runner (bench/run.py) parses:
  *   cpu: model=.. family=.. vendor=..
@@ -256,7 +256,9 @@ static size_t cache_bytes(int level) {
 
 /* ---- OpenBLAS ------------------------------------------------------------------ */
 
-/* One 1024^3 product a round (~10 ms at 200 GFLOP/s): OpenBLAS's kernel at full speed. */
+/* One [n]^3 product a round. n = 512: ~1 ms at 240 GFLOP/s, short enough for rounds
+ * to escape preemption like the FMA loop's, and as fast as 1024^3 and 2048^3 on an
+ * idle Zen 5 core (245, 240, 237 GFLOP/s with OpenBLAS 0.3.21 SkylakeX). */
 static double sgemm_gflops(int n, int threads, double secs) {
   openblas_set_num_threads(threads);
   float *A = fill((size_t)n * n), *B = fill((size_t)n * n), *C = fill((size_t)n * n);
@@ -305,7 +307,7 @@ int main(int argc, char **argv) {
     for (size_t kib = 16; kib <= 256 * 1024; kib *= 2)
       printf("sweep: bytes=%zu gbps=%.1f\n", kib * 1024, read_gbps(lanes, kib * 1024, secs / 3));
   const char *core = openblas_get_corename();
-  double g1 = sgemm_gflops(1024, 1, secs * 4), g2 = sgemm_gflops(1024, 2, secs * 4);
+  double g1 = sgemm_gflops(512, 1, secs * 4), g2 = sgemm_gflops(512, 2, secs * 4);
   printf("blas: corename=%s sgemm1_gflops=%.1f sgemm2_gflops=%.1f\n", core ? core : "?", g1, g2);
   return 0;
 }
