@@ -449,7 +449,9 @@ def print_two(rows, ratios_ok):
             fmt(ms.get("c_level 2t")), fmt(ms.get("torch_level 2t")),
             "%.2f" % (ms["ctx"] / ms["ctx 2t"]) if "ctx" in ms and "ctx 2t" in ms else "n/a",
             "%.2f" % (min(b2) / ms["ctx 2t"]) if ok else "n/a",
-            "ok" if not chk else "FAIL: " + ", ".join(chk)]) + " |", flush=True)
+            "ok" if not chk else "FAIL: " + ", ".join(
+                "%s 2t %s" % (TITLES[k.split()[0]], r["check"].get(k, "n/a")) for k in chk)])
+              + " |", flush=True)
 
 
 def main():
