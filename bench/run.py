@@ -1,12 +1,19 @@
 #!/usr/bin/python3
-"""run.py — runs every bench case for ctx, the OpenBLAS baseline and the PyTorch
-eager baseline on the same inputs and weights, checks each against the float64
-reference interpreter, and prints one table (bench/README.md explains it).
+"""run.py — ctx against the strongest hand-written baselines and against the
+machine's physical limit, in one run; bench/README.md says what every column is.
 
 Called by bench/run.sh after setup and build; usage:
-  run.py --ctx CTX --bin DIR --work DIR [--quick] [--only SUBSTR]
+  run.py --ctx CTX --bin DIR --work DIR [--quick] [--only MODEL] [--cpu N] [--json F]
+
+Order of work, per case (model, H): seeded weights; the outputs of ctx and of every
+baseline on the first structures against `ctx run --interp`; then for B = 1 and 10,
+ROUNDS rounds in which every implementation runs once (after its own warm-up pass),
+the order rotating from round to round, so that the machine's drifts (others' builds
+on a shared machine) fall on all columns alike; a cell is the median of its rounds'
+medians per batch.
 """
 import argparse
+import json
 import os
 import re
 import statistics
@@ -20,39 +27,46 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 PY = "/usr/bin/python3"
 
-# model -> (input file, weights re-read per gemm level in floats as f(H), extra dims)
-INPUT = {"treefc": "sst.ptb", "treegru": "sst.ptb", "treelstm": "sst.ptb",
-         "mvrnn": "sst_v1000.ptb", "childsum": "dep.nodes", "dagrnn": "grid.nodes",
-         "seqlstm": "seq.nodes"}
-WFLOATS = {"treefc": lambda H: 2 * H * H, "treegru": lambda H: 3 * H * H,
-           "treelstm": lambda H: 4 * H * H, "childsum": lambda H: 8 * H * H,
-           "mvrnn": lambda H: 4 * H * H, "dagrnn": lambda H: 2 * H * H,
-           "seqlstm": lambda H: 4 * H * H}
+# recurrent weights (floats, as f(H)): the matrices every dependent step reads
+# (docs/models.md); node-independent products (childsum's W_iou, W_f, dagrnn's W)
+# run once per batch and are not on the dependent path.
+REC_FLOATS = {"treefc": lambda H: 2 * H * H, "treegru": lambda H: 3 * H * H,
+              "treelstm": lambda H: 4 * H * H, "childsum": lambda H: 4 * H * H,
+              "mvrnn": lambda H: 4 * H * H, "dagrnn": lambda H: H * H,
+              "seqlstm": lambda H: 4 * H * H}
+
+IMPLS = ["ctx", "c_level", "c_node", "torch_level", "torch_eager"]
+TITLES = {"ctx": "ctx", "c_level": "C level", "c_node": "C per node",
+          "torch_level": "PyTorch level", "torch_eager": "PyTorch eager"}
 
 
-def cases(quick):
+def cases():
+    """(label, model, H, input file, extra dims) in table order."""
     out = []
     for m in ("treefc", "treegru", "treelstm"):
         for H in (256, 512):
-            out.append((m, H))
-    for m in ("childsum", "mvrnn"):
-        for H in (64, 128):
-            out.append((m, H))
-    out += [("dagrnn", 256), ("seqlstm", 256)]
+            out.append((m, m, H, "sst.ptb", []))
+    for H in (256, 512):
+        out.append(("treelstm bal", "treelstm", H, "bal.ptb", []))
+    for H in (256, 512):
+        out.append(("childsum", "childsum", H, "dep.nodes", []))
+    for H in (64, 128):
+        out.append(("mvrnn", "mvrnn", H, "sst_v256.ptb", ["-D", "V=256"]))
+    for H in (256, 512):
+        out.append(("dagrnn", "dagrnn", H, "grid_%d.nodes" % H, ["-D", "D=%d" % H]))
+    for H in (256, 512):
+        out.append(("seqlstm", "seqlstm", H, "seq.nodes", []))
     return out
 
 
-def dims(model, H):
-    d = ["-D", "H=%d" % H]
-    if model == "mvrnn":
-        d += ["-D", "V=1000"]
-    return d
+def two_thread_case(model, H):
+    return H == (128 if model == "mvrnn" else 512)
 
 
-# ---- structure statistics (for the machine limit) -------------------------------
+# ---- structures (for the limit) ----------------------------------------------------
 
 def structs_of(path):
-    """Per structure: (children lists). PTB or node lists."""
+    """Per structure: its children (or predecessors) lists."""
     out = []
     if path.endswith(".ptb"):
         for line in open(path):
@@ -79,14 +93,11 @@ def structs_of(path):
             out.append(cur)
             continue
         cur["deps"].append([int(x) for x in t[t.index(":") + 1:]] if ":" in t else [])
-    res = []
-    for s in out:
-        n = len(s["deps"])
-        res.append([[i - 1] if i else [] for i in range(n)] if s["seq"] else s["deps"])
-    return res
+    return [[[i - 1] if i else [] for i in range(len(s["deps"]))] if s["seq"] else s["deps"]
+            for s in out]
 
 
-def levels(kids):
+def num_levels(kids):
     lv = [None] * len(kids)
     for start in range(len(kids)):
         stack = [start]
@@ -105,6 +116,8 @@ def levels(kids):
 
 
 def flops(model, H, kids):
+    """2 x the multiply-adds of docs/models.md with the algebra that saves the most
+    (U·(h_0 + h_1), Σ before U); embedding lookups and elementwise work are free."""
     n = len(kids)
     inner = sum(1 for k in kids if k)
     edges = sum(len(k) for k in kids)
@@ -116,59 +129,112 @@ def flops(model, H, kids):
     return 2 * mac
 
 
-def limit_ms(model, H, batch, structs, peak, bw):
-    wbytes = 4 * WFLOATS[model](H)
-    bwv = next((g for size, g in bw if size >= wbytes), bw[-1][1])
-    lims = []
+def weight_level(nbytes, m):
+    """The smallest cache level that holds [nbytes]: where the weights can live."""
+    for name, key in (("L1", 1), ("L2", 2), ("L3", 3)):
+        if m["cache"].get(key) and nbytes <= m["cache"][key]:
+            return name
+    return "DRAM"
+
+
+def limit_ms(model, H, batch, structs, m):
+    """Median over the batches of max(FLOPs / FMA peak, recurrent weight bytes x
+    dependent steps / bandwidth of the level the weights live in); which bound won."""
+    wbytes = 4 * REC_FLOATS[model](H)
+    lvl = weight_level(wbytes, m)
+    bw = m["bw"][lvl]
+    lims, kinds = [], []
     for i in range(0, len(structs), batch):
         b = structs[i:i + batch]
-        lv = max(levels(k) for k in b)
-        gemm_levels = lv if model in ("childsum", "dagrnn") else lv - 1
-        f = sum(flops(model, H, k) for k in b)
-        lims.append(max(f / (peak * 1e9), wbytes * gemm_levels / (bwv * 1e9)) * 1e3)
-    return statistics.median(lims)
+        steps = max(num_levels(k) for k in b) - 1  # level 0 runs no recurrent product
+        f = sum(flops(model, H, k) for k in b) / (m["peak"] * 1e9)
+        w = wbytes * steps / (bw * 1e9)
+        lims.append(max(f, w) * 1e3)
+        kinds.append("FMA" if f >= w else lvl)
+    return statistics.median(lims), max(set(kinds), key=kinds.count)
 
 
-# ---- running --------------------------------------------------------------------
+# ---- processes --------------------------------------------------------------------
 
-def sh(cmd, timeout=900):
+def sh(cmd, env=None, timeout=1800):
     t0 = time.time()
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                       timeout=timeout)
+                       timeout=timeout, env=env)
     if p.returncode:
-        sys.stderr.write("bench: failed (%.1fs): %s\n%s%s" % (time.time() - t0, " ".join(cmd),
-                                                           p.stdout[-2000:], p.stderr[-2000:]))
+        sys.stderr.write("bench: failed (%.1fs): %s\n%s%s" % (
+            time.time() - t0, " ".join(cmd), p.stdout[-2000:], p.stderr[-2000:]))
         return None
     return p.stdout
 
 
-def medians(text):
-    """[(batch_size, threads or None, median_ms)] from `time:` lines."""
-    out = []
-    for m in re.finditer(r"time: median_ms=([\d.]+).*?batch_size=(\d+)(?: threads=(\d+))?",
-                         text or ""):
-        out.append((int(m.group(2)), int(m.group(3)) if m.group(3) else None,
-                    float(m.group(1))))
-    return out
+def median_of(text):
+    m = re.search(r"time: median_ms=([\d.]+)", text or "")
+    return float(m.group(1)) if m else None
 
 
-def close(got, ref):
+def baseline_env():
+    """The baselines' environment: OpenBLAS on its best kernel for this CPU. Some
+    machines force an older one (OPENBLAS_CORETYPE=Haswell, OPENBLAS_L2_SIZE) for
+    everything; that is put right here, for the baseline processes only."""
+    env = dict(os.environ)
+    flags = ""
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("flags"):
+            flags = line
+            break
+    env["OPENBLAS_CORETYPE"] = "SkylakeX" if " avx512f" in flags else "Haswell"
+    env.pop("OPENBLAS_L2_SIZE", None)
+    return env
+
+
+class Server:
+    """A PyTorch baseline loaded once (torch_eager.py --serve) and asked for a timing
+    line per command, so that it can alternate with ctx at no start-up cost."""
+
+    def __init__(self, script, args, env, cpus):
+        self.p = subprocess.Popen(["taskset", "-c", cpus, PY, script] + args + ["--serve"],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                  env=env, bufsize=1)
+        self.corename = None
+        line = self.p.stdout.readline()
+        m = re.search(r"corename=(\S+)", line)
+        if m:
+            self.corename = m.group(1)
+
+    def ask(self, batch, threads, repeat, out=None):
+        if self.p.poll() is not None:
+            return None
+        self.p.stdin.write("%d %d %d %s\n" % (batch, threads, repeat, out or ""))
+        self.p.stdin.flush()
+        line = self.p.stdout.readline()
+        return median_of(line)
+
+    def close(self):
+        if self.p.poll() is None:
+            self.p.stdin.close()
+            self.p.wait(timeout=60)
+
+
+def close_to(got, ref, n):
+    """"ok" when the first [n] rows of [got] are within rtol 1e-4, atol 1e-5 of the
+    interpreter's; else how far the worst element is, in units of its tolerance."""
     try:
         a, r = np.load(got), np.load(ref)
     except (OSError, ValueError):
-        return "n/a"
-    if a.shape != r.shape:
-        return "FAIL"
-    return "PASS" if np.allclose(a, r, rtol=1e-4, atol=1e-5) else "FAIL"
+        return "no output"
+    if a.shape[1:] != r.shape[1:] or a.shape[0] < n:
+        return "shape %s" % (a.shape,)
+    a, r = a[:n].astype(np.float64), r[:n]
+    worst = float(np.max(np.abs(a - r) / (1e-5 + 1e-4 * np.abs(r))))
+    return "ok" if worst <= 1 else "%.2gx tol" % worst
 
 
 def head_structs(src, dst, n):
-    """The first n structures of src into dst."""
+    """The first [n] structures of [src] into [dst]."""
     lines, count, ptb = [], 0, src.endswith(".ptb")
     for line in open(src):
         t = line.strip()
-        starts = t.startswith("(") if ptb else t in ("tree", "dag", "sequence")
-        if starts:
+        if t.startswith("(") if ptb else t in ("tree", "dag", "sequence"):
             count += 1
             if count > n:
                 break
@@ -177,110 +243,160 @@ def head_structs(src, dst, n):
         f.writelines(lines)
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--ctx", required=True)
-    ap.add_argument("--bin", required=True)
-    ap.add_argument("--work", required=True)
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", default="")
-    a = ap.parse_args()
-    q = a.quick
-    count = 30 if q else 100
-    reps = 2 if q else 5
-    ncheck = 2 if q else 10
-    work = a.work
-    data = os.path.join(work, "data")
-    os.makedirs(data, exist_ok=True)
-    sh([PY, os.path.join(HERE, "data", "gen_sst.py"), data, "--count", str(count),
-        "--features", "256", "--stats"])
+# ---- the machine ---------------------------------------------------------------------
 
-    peak_out = sh([os.path.join(a.bin, "sgemm_peak")] + (["--quick"] if q else []))
-    peaks = {int(t): float(g) for t, g in re.findall(r"peak: threads=(\d+) gflops=([\d.]+)",
-                                                      peak_out)}
-    bw = [(int(s), float(g)) for s, g in re.findall(r"bw: bytes=(\d+) gbps=([\d.]+)", peak_out)]
-    print("machine: sgemm peak %.1f GFLOP/s (1 thread), %.1f (2 threads); read bandwidth "
-          "%.0f GB/s (<=1 MiB), %.0f GB/s (4 MiB), %.0f GB/s (64 MiB)"
-          % (peaks[1], peaks[2], bw[4][1], bw[6][1], bw[-1][1]), flush=True)
+def machine(bin_dir, quick, cpu, env):
+    out = sh(["taskset", "-c", cpu, os.path.join(bin_dir, "machine")] +
+             (["--quick"] if quick else []), env=env) or ""
+    kv = lambda key: dict(re.findall(r"(\w+)=(\S+)", re.search(
+        r"^%s: (.*)$" % key, out, re.M).group(1)))
+    m = {"raw": out}
+    cpu_line = re.search(r"^cpu: vendor=(\S*) family=(\d+) model=(.*)$", out, re.M)
+    m["cpu"] = "%s (%s family %s)" % (cpu_line.group(3), cpu_line.group(1), cpu_line.group(2))
+    m["cache"] = {int(a): int(b) for a, b in re.findall(r"cache: level=(\d) bytes=(\d+)", out)}
+    c = kv("clock")
+    m["ghz"], m["cpuinfo_mhz"] = float(c["ghz"]), float(c["cpuinfo_mhz"])
+    f = kv("fma")
+    m["lanes"], m["ports"], m["theory"] = int(f["lanes"]), int(f["ports"]), float(
+        f["theory_gflops"])
+    m["ports_src"] = re.search(r"source=(.*)$", re.search(r"^fma: .*$", out, re.M).group(0)
+                               ).group(1)
+    m["peak"] = float(kv("peak")["gflops"])
+    m["bw"] = {a: float(g) for a, _, g in re.findall(r"bw: level=(\w+) bytes=(\d+) gbps=([\d.]+)",
+                                                     out)}
+    m["bw_bytes"] = {a: int(b) for a, b, _ in re.findall(
+        r"bw: level=(\w+) bytes=(\d+) gbps=([\d.]+)", out)}
+    m["sweep"] = [(int(a), float(g)) for a, g in re.findall(r"sweep: bytes=(\d+) gbps=([\d.]+)",
+                                                             out)]
+    b = kv("blas")
+    m["corename"], m["sgemm1"], m["sgemm2"] = b["corename"], float(b["sgemm1_gflops"]), float(
+        b["sgemm2_gflops"])
+    return m
 
-    help_text = subprocess.run([a.ctx, "run", "--help"], stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True).stdout
-    ctx_timed = "--time" in help_text
-    if not ctx_timed:
-        print("note: this ctx has no compiled backend with --time: ctx columns are n/a")
 
+def blas_variant():
+    """Which OpenBLAS build (pthread / openmp / serial) update-alternatives selects."""
+    try:
+        p = subprocess.run(["update-alternatives", "--query", "libopenblas.so.0-x86_64-linux-gnu"],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        v = re.search(r"^Value: (.*)$", p.stdout, re.M)
+        return v.group(1) if v else "?"
+    except OSError:
+        return "?"
+
+
+def mib(n):
+    return "%g MiB" % (n / 2 ** 20) if n >= 2 ** 20 else "%g KiB" % (n / 1024)
+
+
+def header(m, env, ratios_ok):
+    lines = [
+        "machine: %s; clock %.2f GHz measured (cpuinfo %.0f MHz)" % (
+            m["cpu"], m["ghz"], m["cpuinfo_mhz"]),
+        "FMA peak (1 thread): %.1f GFLOP/s measured; theoretical %d lanes x 2 x %d FMA/cycle"
+        " x %.2f GHz = %.1f (ports: %s)" % (m["peak"], m["lanes"], m["ports"], m["ghz"],
+                                            m["theory"], m["ports_src"]),
+        "read bandwidth (1 thread): " + ", ".join(
+            "%s %.0f GB/s (%s)" % (k, m["bw"][k], mib(m["bw_bytes"][k]))
+            for k in ("L1", "L2", "L3", "DRAM")) + "; caches " + ", ".join(
+            "L%d %s" % (k, mib(v)) for k, v in sorted(m["cache"].items())),
+        "OpenBLAS (baselines: OPENBLAS_CORETYPE=%s, OPENBLAS_L2_SIZE unset; %s): corename %s,"
+        " sgemm 512^3 %.1f GFLOP/s 1 thread (%.0f%% of the FMA peak), %.1f 2 threads" % (
+            env["OPENBLAS_CORETYPE"], blas_variant(), m["corename"], m["sgemm1"],
+            100 * m["sgemm1"] / m["peak"], m["sgemm2"]),
+    ]
+    if not ratios_ok:
+        lines.append("RATIOS WITHHELD: OpenBLAS's sgemm runs below 70% of the FMA peak (or a "
+                     "baseline ran on another kernel): the baselines are not at their best")
+    return "\n".join(lines)
+
+
+# ---- one case -------------------------------------------------------------------------
+
+def run_case(a, c, m, env, data, rounds, reps, ncheck, corenames):
+    label, model, H, inp_name, extra = c
+    work, inp = a.work, os.path.join(data, inp_name)
+    d = ["-D", "H=%d" % H] + extra
+    tag = "%s_H%d" % (label.replace(" ", "_"), H)
+    wts = os.path.join(work, "%s_H%d%s.safetensors" % (model, H, "".join(
+        "_" + e.replace("=", "") for e in extra[1::2])))
+    if not os.path.exists(wts):  # deterministic: seeded, kept between runs
+        sh([PY, os.path.join(HERE, "data", "gen_weights.py"), model] + d + ["-o", wts + ".tmp"])
+        os.replace(wts + ".tmp", wts)
+    mctx = os.path.join(ROOT, "examples", model + ".ctx")
+    two = two_thread_case(model, H)
+    pin1 = ["taskset", "-c", a.cpu]
+    pin2 = ["taskset", "-c", "0-%d" % (os.cpu_count() - 1)]
+    blas = os.path.join(a.bin, "blas_tree")
+    common = ["--input", inp, "--weights", wts] + d
+    tl = os.path.join(HERE, "baselines", "torch_level.py")
+    te = os.path.join(HERE, "baselines", "torch_eager.py")
+    servers = {"torch_level": Server(tl, [model] + common, env, a.cpu),
+               "torch_eager": Server(te, [model] + common, env, a.cpu)}
+    if two:
+        servers["torch_level 2t"] = Server(tl, [model] + common, env, pin2[-1])
+    for s in servers.values():
+        corenames.add(s.corename)
+
+    def timed(impl, batch, repeat, out=None):
+        """One run of [impl]: its median per batch (ms)."""
+        threads = 2 if impl.endswith(" 2t") else 1
+        base = impl.split(" ")[0]
+        pin = pin2 if threads == 2 else pin1
+        inp_args = ["--input", inp, "--weights", wts] + d
+        io = ["--output", out] if out else []
+        if base == "ctx":
+            return median_of(sh(pin + [a.ctx, "run", mctx] + inp_args + [
+                "--batch", str(batch), "--repeat", str(repeat), "--time", "--threads",
+                str(threads)] + io))
+        if base in ("c_level", "c_node"):
+            txt = sh(pin + [blas, model] + inp_args + [
+                "--batch", str(batch), "--repeat", str(repeat), "--threads", str(threads)]
+                + (["--per-node"] if base == "c_node" else []) + io, env=env)
+            cn = re.search(r"corename=(\S+)", txt or "")
+            corenames.add(cn.group(1) if cn else None)
+            return median_of(txt)
+        return servers[impl].ask(batch, threads, repeat, out)
+
+    impls = IMPLS + (["ctx 2t", "c_level 2t", "torch_level 2t"] if two else [])
+    # correctness: every implementation's outputs of its first B = 10 round, the first
+    # ncheck rows (the first structures) against the interpreter on those structures
+    chk = os.path.join(work, tag + ".check" + os.path.splitext(inp)[1])
+    head_structs(inp, chk, ncheck)
+    ref = os.path.join(work, tag + ".ref.npy")
+    sh([a.ctx, "run", mctx, "--interp", "--input", chk, "--weights", wts, "--output", ref] + d)
+    outs = {impl: os.path.join(work, "%s.%s.npy" % (tag, impl.replace(" ", "_")))
+            for impl in impls}
+    for out in outs.values():
+        if os.path.exists(out):
+            os.remove(out)
     rows = []
-    for model, H in cases(q):
-        if a.only and a.only not in "%s H=%d" % (model, H):
-            continue
-        inp = os.path.join(data, INPUT[model])
-        tag = "%s_H%d" % (model, H)
-        wts = os.path.join(work, tag + ".safetensors")
-        d = dims(model, H)
-        sh([PY, os.path.join(HERE, "data", "gen_weights.py"), model] + d + ["-o", wts])
-        mctx = os.path.join(ROOT, "examples", model + ".ctx")
-        structs = structs_of(inp)
-        # correctness on the first ncheck structures, in batches of up to 10
-        chk = os.path.join(work, tag + ".check" + os.path.splitext(inp)[1])
-        head_structs(inp, chk, ncheck)
-        ref = os.path.join(work, tag + ".ref.npy")
-        sh([a.ctx, "run", mctx, "--interp", "--input", chk, "--weights", wts, "--output", ref]
-           + d)
-        outs = {k: os.path.join(work, "%s.%s.npy" % (tag, k))
-                for k in ("ctx", "aot", "blas", "torch")}
-        for f in outs.values():
-            if os.path.exists(f):
-                os.remove(f)
-        aot_dir = os.path.join(work, tag + ".aot")
-        if ctx_timed:
-            sh([a.ctx, "run", mctx, "--input", chk, "--weights", wts, "--batch", "10",
-                "--output", outs["ctx"]] + d)
-            sh([a.ctx, "build", mctx, "-o", aot_dir] + d)
-            sh([os.path.join(a.bin, "aot_time"), aot_dir, model, "--input", chk,
-                "--weights", wts, "--batch", "10", "--repeat", "1", "--output", outs["aot"]])
-        sh([os.path.join(a.bin, "blas_tree"), model, "--input", chk, "--weights", wts,
-            "--batch", "10", "--repeat", "1", "--output", outs["blas"]] + d)
-        sh([PY, os.path.join(HERE, "baselines", "torch_eager.py"), model, "--input", chk,
-            "--weights", wts, "--batch", "10", "--repeat", "1", "--output", outs["torch"]] + d)
-        check = "/".join(close(outs[k], ref) if (k not in ("ctx", "aot") or ctx_timed)
-                         else "n/a" for k in ("ctx", "aot", "blas", "torch"))
-        # timings
-        tr = medians(sh([PY, os.path.join(HERE, "baselines", "torch_eager.py"), model,
-                         "--input", inp, "--weights", wts, "--batch", "1,10",
-                         "--threads", "1,2,2", "--repeat", str(reps)] + d))
-        for batch in (1, 10):
-            r = {"case": "%s H=%d B=%d" % (model, H, batch), "check": check}
-            for t in (1, 2, 2) if ctx_timed else ():
-                m = medians(sh([a.ctx, "run", mctx, "--input", inp, "--weights", wts,
-                                "--batch", str(batch), "--repeat", str(reps), "--time",
-                                "--threads", str(t)] + d))
-                if m:
-                    k = "ctx%d" % t
-                    r[k] = min(r.get(k, 1e30), m[0][2])
-            if ctx_timed:
-                m = medians(sh([os.path.join(a.bin, "aot_time"), aot_dir, model, "--input",
-                                inp, "--weights", wts, "--batch", str(batch), "--repeat",
-                                str(reps), "--threads", "1"]))
-                if m:
-                    r["aot1"] = m[0][2]
-            for t in (1, 2, 2):
-                m = medians(sh([os.path.join(a.bin, "blas_tree"), model, "--input", inp,
-                                "--weights", wts, "--batch", str(batch), "--repeat", str(reps),
-                                "--threads", str(t)] + d))
-                if m:
-                    k = "blas%d" % t
-                    r[k] = min(r.get(k, 1e30), m[0][2])
-            for bs, t, ms in tr:
-                if bs == batch:
-                    k = "torch%d" % t
-                    r[k] = min(r.get(k, 1e30), ms)
-            r["limit"] = limit_ms(model, H, batch, structs, peaks[1], bw)
-            rows.append(r)
-            print_row(r, first=len(rows) == 1)
-    print()
-    print("medians per batch in ms (2-thread columns: the better of two runs); "
-          "limit: one core; check: ctx/aot/blas/torch vs the float64 interpreter")
+    for batch in (1, 10):
+        runs = {k: [] for k in impls}
+        for r in range(rounds):
+            order = impls[r % len(impls):] + impls[:r % len(impls)]
+            for impl in order:
+                if impl.endswith(" 2t") and batch != 10:
+                    continue
+                # the first B = 10 round also writes the outputs the check compares
+                out = outs[impl] if batch == 10 and r == 0 else None
+                v = timed(impl, batch, reps, out)
+                if v is not None:
+                    runs[impl].append(v)
+        row = {"label": label, "model": model, "H": H, "B": batch,
+               "ms": {k: statistics.median(v) for k, v in runs.items() if v},
+               "rounds": {k: v for k, v in runs.items() if v}}
+        row["limit"], row["bound"] = limit_ms(model, H, batch, structs_of(inp), m)
+        rows.append(row)
+    for s in servers.values():
+        s.close()
+    check = {impl: close_to(outs[impl], ref, ncheck) for impl in impls}
+    for row in rows:
+        row["check"] = check
+    return rows
 
+
+# ---- the table ----------------------------------------------------------------------------
 
 def fmt(v):
     if v is None:
@@ -288,23 +404,107 @@ def fmt(v):
     return "%.3g" % v if v < 100 else "%.0f" % v
 
 
-def ratio(x, y):
-    return "%.2f" % (x / y) if x and y else "n/a"
+def print_table(rows, ratios_ok):
+    cols = ["model", "H", "B"] + [TITLES[k] for k in IMPLS] + [
+        "limit", "bound", "best baseline ÷ ctx", "ctx ÷ limit", "check"]
+    print("| " + " | ".join(cols) + " |")
+    print("|" + "|".join("---" for _ in cols) + "|")
+    for r in rows:
+        ms, lim = r["ms"], r["limit"]
+        c = ms.get("ctx")
+        base = [ms[k] for k in IMPLS[1:] if k in ms]
+        best = min(base) if base else None
+        if ratios_ok and c and best:
+            win = min((k for k in IMPLS[1:] if k in ms), key=lambda k: ms[k])
+            speed = "%.2f (%s)" % (best / c, TITLES[win])
+            cl = "%.2f" % (c / lim)
+        else:
+            speed = cl = "n/a"
+        chk = [k for k in IMPLS if r["check"].get(k) != "ok"]
+        note = "ok" if not chk else "FAIL: " + ", ".join(
+            "%s %s" % (TITLES[k], r["check"].get(k, "n/a")) for k in chk)
+        below = [TITLES[k] for k in IMPLS if k in ms and ms[k] < lim]
+        if below:  # a limit that a program beats is not a limit
+            note += "; LIMIT BUG: below the limit: " + ", ".join(below)
+        vals = [r["label"], str(r["H"]), str(r["B"])] + [fmt(ms.get(k)) for k in IMPLS] + [
+            fmt(lim), r["bound"], speed, cl, note]
+        print("| " + " | ".join(vals) + " |", flush=True)
 
 
-def print_row(r, first):
-    cols = ["case", "ctx 1t", "ctx 2t", "aot 1t", "blas 1t", "blas 2t", "torch 1t",
-            "torch 2t", "limit", "ctx/limit", "blas/ctx", "torch/ctx", "check"]
-    if first:
-        print("| " + " | ".join(cols) + " |")
-        print("|" + "|".join("---" for _ in cols) + "|")
-    c = r.get("ctx1")
-    vals = [r["case"], fmt(c), fmt(r.get("ctx2")), fmt(r.get("aot1")), fmt(r.get("blas1")),
-            fmt(r.get("blas2")),
-            fmt(r.get("torch1")),
-            fmt(r.get("torch2")), fmt(r["limit"]), ratio(c, r["limit"]),
-            ratio(r.get("blas1"), c), ratio(r.get("torch1"), c), r["check"]]
-    print("| " + " | ".join(vals) + " |", flush=True)
+def print_two(rows, ratios_ok):
+    two = [r for r in rows if r["B"] == 10 and "ctx 2t" in r["ms"]]
+    if not two:
+        return
+    print()
+    print("two threads, B = 10 (ms; speed-up = ctx 1 thread ÷ ctx 2 threads):")
+    print()
+    cols = ["model", "H", "ctx 1t", "ctx 2t", "C level 2t", "PyTorch level 2t",
+            "ctx speed-up", "best 2t baseline ÷ ctx 2t", "check"]
+    print("| " + " | ".join(cols) + " |")
+    print("|" + "|".join("---" for _ in cols) + "|")
+    for r in two:
+        ms = r["ms"]
+        b2 = [ms[k] for k in ("c_level 2t", "torch_level 2t") if k in ms]
+        ok = ratios_ok and b2 and "ctx 2t" in ms
+        chk = [k for k in ("ctx 2t", "c_level 2t", "torch_level 2t") if r["check"].get(k) != "ok"]
+        print("| " + " | ".join([
+            r["label"], str(r["H"]), fmt(ms.get("ctx")), fmt(ms.get("ctx 2t")),
+            fmt(ms.get("c_level 2t")), fmt(ms.get("torch_level 2t")),
+            "%.2f" % (ms["ctx"] / ms["ctx 2t"]) if "ctx" in ms and "ctx 2t" in ms else "n/a",
+            "%.2f" % (min(b2) / ms["ctx 2t"]) if ok else "n/a",
+            "ok" if not chk else "FAIL: " + ", ".join(
+                "%s 2t %s" % (TITLES[k.split()[0]], r["check"].get(k, "n/a")) for k in chk)])
+              + " |", flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ctx", required=True)
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", default="", help="run the cases whose model name contains this")
+    ap.add_argument("--cpu", default=str(os.cpu_count() - 1),
+                    help="the core the one-thread runs are pinned to")
+    ap.add_argument("--json", help="also write every measurement here")
+    a = ap.parse_args()
+    q = a.quick
+    count, rounds, reps, ncheck = (30, 3, 1, 4) if q else (100, 5, 1, 10)
+    t_start = time.time()
+    load0 = os.getloadavg()[0]
+    data = os.path.join(a.work, "data-%d" % count)
+    os.makedirs(data, exist_ok=True)
+    if not os.path.exists(os.path.join(data, "seq.nodes")):
+        sh([PY, os.path.join(HERE, "data", "gen_sst.py"), data, "--count", str(count),
+            "--features", "256,512"])
+    env = baseline_env()
+    m = machine(a.bin, q, a.cpu, env)
+    corenames = {m["corename"]}
+    rows = []
+    selected = [c for c in cases() if not a.only or a.only in c[0]]
+    for c in selected:
+        rows += run_case(a, c, m, env, data, rounds, reps, ncheck, corenames)
+        sys.stderr.write("bench: %s H=%d done (%.0fs)\n" % (c[0], c[2], time.time() - t_start))
+    want = env["OPENBLAS_CORETYPE"]
+    ratios_ok = m["sgemm1"] >= 0.7 * m["peak"] and corenames <= {want}
+    print(header(m, env, ratios_ok))
+    if corenames - {want}:
+        print("baseline processes reported OpenBLAS cores %s (wanted %s)" % (
+            sorted(str(x) for x in corenames), want))
+    print()
+    print_table(rows, ratios_ok)
+    print_two(rows, ratios_ok)
+    print()
+    print("median latency per batch in ms (%d structures per input; %d alternating rounds of "
+          "%d pass(es) after a warm-up; one thread pinned to cpu %s); limit: one core; "
+          "check: every column against `ctx run --interp` on the first %d structures "
+          "(rtol 1e-4, atol 1e-5); %.0f s; load average %.1f at the start, %.1f at the end "
+          "(%d cores)" % (count, rounds, reps, a.cpu, ncheck, time.time() - t_start, load0,
+                          os.getloadavg()[0], os.cpu_count()))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"machine": {k: v for k, v in m.items() if k != "raw"}, "rows": rows,
+                       "quick": q, "count": count, "rounds": rounds}, f, indent=1)
 
 
 if __name__ == "__main__":

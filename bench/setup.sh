@@ -4,7 +4,7 @@
 # package with dpkg-query and runs apt-get only for the missing ones. The main
 # build and CI never need these (scripts/setup.sh does not install them).
 set -eu
-PKGS="libopenblas-dev python3-torch python3-numpy cmake gcc"
+PKGS="libopenblas-dev python3-torch python3-numpy python3-matplotlib cmake gcc"
 missing=""
 for p in $PKGS; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

@@ -1,21 +1,33 @@
-/* blas_tree.c — the hand-written baseline: the zoo's models (docs/models.md) in
- * plain C, batched by level, with OpenBLAS doing the matrix products.
+/* blas_tree.c — the hand-written C baselines: the zoo's models (docs/models.md) in
+ * plain C, with OpenBLAS doing the matrix products, the way a careful programmer
+ * writes them.
  *
  * It reads the same inputs (PTB trees or node lists, through libctxrt) and the same
  * safetensors weights as ctx, splits the structures into batches of --batch, parses
  * every batch before timing, and then times each batch from parsed structures in
- * memory to all root outputs: ctxrt_linear_fill (level-contiguous node ids), then
- * level by level all nodes of the level gathered into one matrix, one cblas_sgemm
- * per weight matrix per level (cblas_sgemv when the level has one node), and the
- * elementwise epilogues in C. mvrnn's per-node matrix-vector products B·a, A·b are
- * sgemv per node; its WM·[A; B] is one sgemm per level over the level's matrices
- * laid side by side. After one warm-up pass it runs --repeat passes over all
- * batches and prints, like `ctx run --time`,
+ * memory to all root outputs: ctxrt_linear_fill (level-contiguous node ids, the
+ * same linearizer ctx runs), then
+ *  - node-independent products of the whole batch in one sgemm before the levels:
+ *    childsum's [W_iou; W_f]·x (the two matrices stacked once at load), dagrnn's W·x;
+ *  - level by level (default), all nodes of a level gathered into one matrix and one
+ *    cblas_sgemm per weight matrix per level (a cblas_sgemv per node when the level
+ *    has at most SGEMV_ROWS nodes: faster there), with the algebra that saves
+ *    products: U·(h_0 + h_1) once per node (treegru, treelstm, childsum's Σ h_k,
+ *    dagrnn's Σ h_p), and treelstm's U_f·h_k of both children (childsum: of all
+ *    children) as one product over the level;
+ *  - or, with --per-node, one node at a time in the same order, one cblas_sgemv per
+ *    weight matrix and operand (the better choice for small batches in several cases);
+ *  - the elementwise epilogues in C (-ffast-math: glibc's vector expf/tanhf).
+ * mvrnn's B·a, A·b are sgemv per node (every node has its own matrices); its
+ * WM·[A; B] is one sgemm per level over the level's matrices laid side by side
+ * (per node: two sgemm on WM's halves, no copy). After one warm-up pass it runs
+ * --repeat passes over all batches and prints, like `ctx run --time`,
+ *   blas: corename=NAME threads=T
  *   time: median_ms=M p10_ms=P p90_ms=Q batches=N batch_size=B
  * With --output it writes the root outputs of the last pass as float32 .npy.
  *
  * usage: blas_tree MODEL --input FILE --weights W.safetensors [-D H=256] [-D V=20000]
- *                   [--batch B] [--repeat R] [--threads T] [--output OUT.npy]
+ *                   [--batch B] [--repeat R] [--threads T] [--per-node] [--output OUT.npy]
  */
 #include "bench/common/bench_util.h"
 #include "runtime/ctxrt.h"
@@ -43,21 +55,35 @@ typedef struct Bench {
   int *mat_ld;       /* its leading dimension */
   /* level scratch */
   float *x, *g, *y, *f, *wide;
-  size_t cap_nodes, cap_deps;
+  float *stacked; /* childsum: [W_iou; W_f], [4H x H], built at load */
+  bool per_node;  /* the per-node baseline: one sgemv per node and weight matrix */
 } Bench;
 
 static inline float sigm(float v) { return 1.0f / (1.0f + expf(-v)); }
 
 /* Y[n x rows] (ld ldy) = X[n x cols] (ld ldx) . Wt, W [rows x cols] row-major;
- * beta 0 or 1. One sgemm (sgemv for a single row). */
-static void mm(int n, int rows, int cols, const float *X, int ldx, const float *W, float *Y,
-               int ldy, float beta) {
+ * beta 0 or 1. One sgemm (one sgemv per row up to SGEMV_ROWS rows, and always in
+ * the per-node baseline). */
+/* Up to this many rows, a product is one sgemv per row: OpenBLAS 0.3.21's SkylakeX
+ * sgemm of [n x 256] x [256 x 1024] took 52 / 54 / 76 us at n = 2 / 4 / 10, its
+ * sgemv 10.6 us a row (best of 2000 calls, one Zen 5 core). */
+#define SGEMV_ROWS 4
+
+static void mm_rows(bool per_row, int n, int rows, int cols, const float *X, int ldx,
+                    const float *W, float *Y, int ldy, float beta) {
   if (n <= 0) return;
-  if (n == 1)
-    cblas_sgemv(CblasRowMajor, CblasNoTrans, rows, cols, 1.0f, W, cols, X, 1, beta, Y, 1);
+  if (n <= SGEMV_ROWS || per_row)
+    for (int i = 0; i < n; i++)
+      cblas_sgemv(CblasRowMajor, CblasNoTrans, rows, cols, 1.0f, W, cols, X + (size_t)i * ldx, 1,
+                  beta, Y + (size_t)i * ldy, 1);
   else
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, rows, cols, 1.0f, X, ldx, W,
-                cols, beta, Y, ldy);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, rows, cols, 1.0f, X, ldx, W, cols,
+                beta, Y, ldy);
+}
+
+static void mm(const Bench *b, int n, int rows, int cols, const float *X, int ldx,
+               const float *W, float *Y, int ldy, float beta) {
+  mm_rows(b->per_node, n, rows, cols, X, ldx, W, Y, ldy, beta);
 }
 
 /* ---- models: one level [s, e) of nodes at a time ------------------------------- */
@@ -79,7 +105,7 @@ static void treefc_level(Bench *b, const CtxrtLinear *L, int s, int e, bool leaf
     memcpy(row + H, b->h + (size_t)dep(L, s + i, 1) * H, sizeof(float) * (size_t)H);
   }
   float *out = b->h + (size_t)s * H;
-  mm(n, H, 2 * H, b->x, 2 * H, W, out, H, 0.0f);
+  mm(b, n, H, 2 * H, b->x, 2 * H, W, out, H, 0.0f);
   for (size_t i = 0; i < (size_t)n * H; i++) {
     float v = out[i] + bias[i % (size_t)H];
     out[i] = v > 0.0f ? v : 0.0f;
@@ -100,13 +126,13 @@ static void treegru_level(Bench *b, const CtxrtLinear *L, int s, int e, bool lea
     const float *h1 = b->h + (size_t)dep(L, s + i, 1) * H;
     for (int j = 0; j < H; j++) S[(size_t)i * H + j] = h0[j] + h1[j];
   }
-  mm(n, 2 * H, H, S, H, Urz, G, 2 * H, 0.0f);
+  mm(b, n, 2 * H, H, S, H, Urz, G, 2 * H, 0.0f);
   for (int i = 0; i < n; i++)
     for (int j = 0; j < H; j++) {
       float r = sigm(G[(size_t)i * 2 * H + j] + brz[j]);
       T[(size_t)i * H + j] = r * S[(size_t)i * H + j];
     }
-  mm(n, H, H, T, H, Uh, Ht, H, 0.0f);
+  mm(b, n, H, H, T, H, Uh, Ht, H, 0.0f);
   for (int i = 0; i < n; i++) {
     float *h = b->h + (size_t)(s + i) * H;
     for (int j = 0; j < H; j++) {
@@ -142,8 +168,8 @@ static void treelstm_level(Bench *b, const CtxrtLinear *L, int s, int e, bool le
     memcpy(HC + (size_t)(2 * i) * H, h0, sizeof(float) * (size_t)H);
     memcpy(HC + (size_t)(2 * i + 1) * H, h1, sizeof(float) * (size_t)H);
   }
-  mm(n, 3 * H, H, S, H, Uiou, G, 3 * H, 0.0f);
-  mm(2 * n, H, H, HC, H, Uf, F, H, 0.0f);
+  mm(b, n, 3 * H, H, S, H, Uiou, G, 3 * H, 0.0f);
+  mm(b, 2 * n, H, H, HC, H, Uf, F, H, 0.0f);
   for (int i = 0; i < n; i++) {
     const float *c0 = b->c + (size_t)dep(L, s + i, 0) * H;
     const float *c1 = b->c + (size_t)dep(L, s + i, 1) * H;
@@ -160,16 +186,22 @@ static void treelstm_level(Bench *b, const CtxrtLinear *L, int s, int e, bool le
   }
 }
 
+/* Before the levels: G0 = X . [W_iou; W_f]^T for every node of the batch at once
+ * (the node-independent products; the stacked matrix is built at load). */
+static void childsum_prologue(Bench *b, const CtxrtLinear *L) {
+  int H = b->H, N = L->num_nodes;
+  const float *Emb = b->p[0];
+  for (int w = 0; w < N; w++)
+    memcpy(b->x + (size_t)w * H, Emb + (size_t)word(L, w) * H, sizeof(float) * (size_t)H);
+  mm_rows(false, N, 4 * H, H, b->x, H, b->stacked, b->g, 4 * H, 0.0f);
+}
+
 static void childsum_level(Bench *b, const CtxrtLinear *L, int s, int e, bool leaf) {
   int H = b->H, n = e - s, K = L->max_deps;
-  const float *Emb = b->p[0], *Wiou = b->p[1], *Uiou = b->p[2], *biou = b->p[3];
-  const float *Wf = b->p[4], *Uf = b->p[5], *bf = b->p[6];
-  float *X = b->x, *G = b->g, *FX = b->y, *S = b->wide, *HC = b->wide + (size_t)n * H;
+  const float *Uiou = b->p[2], *biou = b->p[3], *Uf = b->p[5], *bf = b->p[6];
+  /* G rows [W_iou.x | W_f.x] of the level's nodes, from the prologue */
+  float *G = b->g + (size_t)s * 4 * H, *S = b->wide, *HC = b->wide + (size_t)n * H;
   float *FC = b->f;
-  for (int i = 0; i < n; i++)
-    memcpy(X + (size_t)i * H, Emb + (size_t)word(L, s + i) * H, sizeof(float) * (size_t)H);
-  mm(n, 3 * H, H, X, H, Wiou, G, 3 * H, 0.0f);
-  mm(n, H, H, X, H, Wf, FX, H, 0.0f);
   int nc = 0;
   if (!leaf) {
     for (int i = 0; i < n; i++) {
@@ -181,12 +213,12 @@ static void childsum_level(Bench *b, const CtxrtLinear *L, int s, int e, bool le
         for (int j = 0; j < H; j++) si[j] += hk[j];
       }
     }
-    mm(n, 3 * H, H, S, H, Uiou, G, 3 * H, 1.0f);
-    mm(nc, H, H, HC, H, Uf, FC, H, 0.0f);
+    mm(b, n, 3 * H, H, S, H, Uiou, G, 4 * H, 1.0f);
+    mm(b, nc, H, H, HC, H, Uf, FC, H, 0.0f);
   }
   nc = 0;
   for (int i = 0; i < n; i++) {
-    const float *g = G + (size_t)i * 3 * H, *fx = FX + (size_t)i * H;
+    const float *g = G + (size_t)i * 4 * H, *fx = g + 3 * H;
     float *h = b->h + (size_t)(s + i) * H, *c = b->c + (size_t)(s + i) * H;
     for (int j = 0; j < H; j++) {
       float ig = sigm(g[j] + biou[j]);
@@ -202,6 +234,26 @@ static void childsum_level(Bench *b, const CtxrtLinear *L, int s, int e, bool le
   }
 }
 
+/* The per-node baseline's mvrnn node [w]: sgemv B.a, A.b, W.[..]; two sgemm for P. */
+static void mvrnn_node(Bench *b, const CtxrtLinear *L, int w) {
+  int H = b->H, l = dep(L, w, 0), r = dep(L, w, 1);
+  const float *A = b->mat[l], *B = b->mat[r], *W = b->p[2], *bias = b->p[3], *WM = b->p[4];
+  int lda = b->mat_ld[l], ldb = b->mat_ld[r];
+  float *X = b->x, *out = b->h + (size_t)w * H, *P = b->c + (size_t)w * H * H;
+  cblas_sgemv(CblasRowMajor, CblasNoTrans, H, H, 1.0f, B, ldb, b->h + (size_t)l * H, 1, 0.0f, X,
+              1);
+  cblas_sgemv(CblasRowMajor, CblasNoTrans, H, H, 1.0f, A, lda, b->h + (size_t)r * H, 1, 0.0f,
+              X + H, 1);
+  cblas_sgemv(CblasRowMajor, CblasNoTrans, H, 2 * H, 1.0f, W, 2 * H, X, 1, 0.0f, out, 1);
+  for (int j = 0; j < H; j++) out[j] = tanhf(out[j] + bias[j]);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, H, H, H, 1.0f, WM, 2 * H, A, lda, 0.0f,
+              P, H);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, H, H, H, 1.0f, WM + H, 2 * H, B, ldb,
+              1.0f, P, H);
+  b->mat[w] = P;
+  b->mat_ld[w] = H;
+}
+
 static void mvrnn_level(Bench *b, const CtxrtLinear *L, int s, int e, bool leaf) {
   int H = b->H, n = e - s;
   const float *Emb = b->p[0], *EmbM = b->p[1], *W = b->p[2], *bias = b->p[3], *WM = b->p[4];
@@ -211,6 +263,10 @@ static void mvrnn_level(Bench *b, const CtxrtLinear *L, int s, int e, bool leaf)
       b->mat[w] = EmbM + (size_t)word(L, w) * H * H;
       b->mat_ld[w] = H;
     }
+    return;
+  }
+  if (b->per_node) { /* P = WM[:, :H].A + WM[:, H:].B in place, no copy */
+    mvrnn_node(b, L, s);
     return;
   }
   /* X = [B.a; A.b] per node (sgemv each), M = [A_i; B_i] side by side [2H x nH] */
@@ -231,7 +287,7 @@ static void mvrnn_level(Bench *b, const CtxrtLinear *L, int s, int e, bool leaf)
     }
   }
   float *out = b->h + (size_t)s * H;
-  mm(n, H, 2 * H, X, 2 * H, W, out, H, 0.0f);
+  mm(b, n, H, 2 * H, X, 2 * H, W, out, H, 0.0f);
   for (size_t i = 0; i < (size_t)n * H; i++) out[i] = tanhf(out[i] + bias[i % (size_t)H]);
   /* P (all nodes) = WM [H x 2H] . M [2H x nH], stored in the level's block of c-matrices */
   float *P = b->c + (size_t)s * H * H;
@@ -243,11 +299,15 @@ static void mvrnn_level(Bench *b, const CtxrtLinear *L, int s, int e, bool leaf)
   }
 }
 
+/* Before the levels: h = X . W^T for every node of the batch in one product. */
+static void dagrnn_prologue(Bench *b, const CtxrtLinear *L) {
+  mm_rows(false, L->num_nodes, b->H, b->D, L->val, b->D, b->p[0], b->h, b->H, 0.0f);
+}
+
 static void dagrnn_level(Bench *b, const CtxrtLinear *L, int s, int e, bool leaf) {
   int H = b->H, n = e - s, K = L->max_deps;
-  const float *W = b->p[0], *U = b->p[1], *bias = b->p[2];
+  const float *U = b->p[1], *bias = b->p[2];
   float *out = b->h + (size_t)s * H, *S = b->x;
-  mm(n, H, b->D, L->val + (size_t)s * b->D, b->D, W, out, H, 0.0f);
   if (!leaf) {
     for (int i = 0; i < n; i++) {
       float *si = S + (size_t)i * H;
@@ -257,7 +317,7 @@ static void dagrnn_level(Bench *b, const CtxrtLinear *L, int s, int e, bool leaf
         for (int j = 0; j < H; j++) si[j] += hp[j];
       }
     }
-    mm(n, H, H, S, H, U, out, H, 1.0f);
+    mm(b, n, H, H, S, H, U, out, H, 1.0f);
   }
   for (size_t i = 0; i < (size_t)n * H; i++) out[i] = tanhf(out[i] + bias[i % (size_t)H]);
 }
@@ -269,7 +329,7 @@ static void seqlstm_level(Bench *b, const CtxrtLinear *L, int s, int e, bool lea
   if (!leaf) {
     for (int i = 0; i < n; i++)
       memcpy(Hp + (size_t)i * H, b->h + (size_t)dep(L, s + i, 0) * H, sizeof(float) * (size_t)H);
-    mm(n, 4 * H, H, Hp, H, U, G, 4 * H, 0.0f);
+    mm(b, n, 4 * H, H, Hp, H, U, G, 4 * H, 0.0f);
   }
   for (int i = 0; i < n; i++) {
     const float *ew = Emb + (size_t)word(L, s + i) * 4 * H;
@@ -326,9 +386,15 @@ static int set_params(Bench *b, CtxrtParam *ps) {
 static int run_batch(Bench *b, CtxrtLinear *L, const CtxrtForest *f, float *out) {
   CtxrtError err;
   if (ctxrt_linear_fill(L, f, b->nvals, b->K, &err)) bench_die("linearize", err.msg);
+  if (b->model == CHILDSUM) childsum_prologue(b, L);
+  if (b->model == DAGRNN) dagrnn_prologue(b, L);
   LevelFn fn = level_fns[b->model];
-  for (int l = 0; l < L->num_levels; l++)
-    fn(b, L, L->level_start[l], L->level_start[l + 1], l == 0);
+  for (int l = 0; l < L->num_levels; l++) {
+    int s = L->level_start[l], e = L->level_start[l + 1];
+    if (!b->per_node) fn(b, L, s, e, l == 0);
+    else /* a level's nodes are independent: one at a time is a topological order */
+      for (int w = s; w < e; w++) fn(b, L, w, w + 1, l == 0);
+  }
   for (int k = 0; k < L->num_outputs; k++)
     memcpy(out + (size_t)k * b->H, b->h + (size_t)L->outputs[k] * b->H,
            sizeof(float) * (size_t)b->H);
@@ -350,6 +416,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--batch") && v) batch = atoi(v), i++;
     else if (!strcmp(a, "--repeat") && v) repeat = atoi(v), i++;
     else if (!strcmp(a, "--threads") && v) threads = atoi(v), i++;
+    else if (!strcmp(a, "--per-node")) b.per_node = true;
     else if (!strncmp(a, "-D", 2)) {
       const char *kv = a[2] ? a + 2 : v;
       if (!a[2]) i++;
@@ -374,6 +441,8 @@ int main(int argc, char **argv) {
   if (!b.D) b.D = b.H;
   int H = b.H;
   openblas_set_num_threads(threads);
+  /* which kernel OpenBLAS picked (OPENBLAS_CORETYPE may force one): the runner checks it */
+  printf("blas: corename=%s threads=%d\n", openblas_get_corename(), threads);
 
   bool ptb = b.model <= TREELSTM || b.model == MVRNN;
   b.nvals = b.model == DAGRNN ? b.D : 1;
@@ -391,6 +460,11 @@ int main(int argc, char **argv) {
   int np = set_params(&b, ps);
   if (ctxrt_weights_check(w, weights, ps, np, &err)) bench_die("weights", err.msg);
   for (int i = 0; i < np; i++) b.p[i] = ctxrt_weights_find(w, ps[i].name)->data;
+  if (b.model == CHILDSUM) { /* [W_iou; W_f]: the node-independent products in one sgemm */
+    b.stacked = bench_xmalloc(sizeof(float) * 4 * (size_t)H * (size_t)H);
+    memcpy(b.stacked, b.p[1], sizeof(float) * 3 * (size_t)H * (size_t)H);
+    memcpy(b.stacked + 3 * (size_t)H * H, b.p[4], sizeof(float) * (size_t)H * (size_t)H);
+  }
 
   int nb;
   CtxrtForest **batches = bench_read_batches(input, ptb, batch, &nb);
@@ -434,6 +508,6 @@ int main(int argc, char **argv) {
   ctxrt_linear_destroy(L);
   ctxrt_weights_destroy(w);
   free(b.h), free(b.c), free(b.x), free(b.g), free(b.y), free(b.f), free(b.wide);
-  free(b.mat), free(b.mat_ld), free(out), free(ms);
+  free(b.mat), free(b.mat_ld), free(b.stacked), free(out), free(ms);
   return 0;
 }

@@ -10,14 +10,18 @@ sequence of torch ops per node, under torch.inference_mode(). After one warm-up
 pass it runs --repeat passes over all batches. --batch and --threads take comma
 lists; one line per (batch, threads) pair, like `ctx run --time`:
   time: median_ms=M p10_ms=P p90_ms=Q batches=N batch_size=B threads=T
---output writes the root outputs (float32 .npy) of the last run.
+--output writes the root outputs (float32 .npy) of the last run. --threads goes to
+OpenBLAS (torch's BLAS); torch's own pool stays at one thread (set_threads()).
+--serve: see driver(). torch_level.py shares this driver and the readers.
 
 usage: torch_eager.py MODEL --input FILE --weights W.safetensors [-D H=256]
                       [--batch 1,10] [--threads 1,2] [--repeat R] [--output OUT.npy]
+                      [--serve]
 """
 import argparse
 import json
 import struct
+import sys
 import time
 
 import numpy as np
@@ -235,8 +239,57 @@ def run_batch(model, cell, batch):
     return torch.stack(outs)
 
 
-def main():
-    ap = argparse.ArgumentParser()
+def blas_lib():
+    """The OpenBLAS that torch loaded (its BLAS), as a ctypes handle, or None."""
+    import ctypes
+    paths = sorted(set(l.split()[-1] for l in open("/proc/self/maps")
+                       if "openblas" in l and ".so" in l))
+    paths.sort(key=lambda p: "libopenblas" not in p)  # the library itself first
+    for p in paths:
+        try:
+            lib = ctypes.CDLL(p)
+            lib.openblas_get_corename.restype = ctypes.c_char_p
+            return lib
+        except (OSError, AttributeError):
+            continue
+    return None
+
+
+def set_threads(lib, threads):
+    """torch's own pool and OpenBLAS's (torch's BLAS, which torch does not size) are
+    two pools of spinning threads: both at 2 on two cores ran mvrnn H=128 B=10 at
+    600 ms a batch against 54 ms with torch's at 1 and OpenBLAS's at 2 (and 87 the
+    other way round), so the matrix products get the threads."""
+    torch.set_num_threads(1 if lib is not None else threads)
+    if lib is not None:
+        lib.openblas_set_num_threads(threads)
+
+
+def time_batches(run, batches, repeat):
+    """Median and percentiles over --repeat passes of every batch, after a warm-up."""
+    outs = [run(bt) for bt in batches]
+    ms = []
+    for _ in range(repeat):
+        outs = []
+        for bt in batches:
+            t0 = time.perf_counter()
+            outs.append(run(bt))
+            ms.append((time.perf_counter() - t0) * 1e3)
+    ms.sort()
+    n = len(ms)
+    med = ms[n // 2] if n % 2 else (ms[n // 2 - 1] + ms[n // 2]) / 2
+    return med, ms[(n - 1) // 10], ms[(n - 1) - (n - 1) // 10], n, outs
+
+
+def driver(name, prepare):
+    """The command line both PyTorch baselines share. [prepare](model, P, H, structs,
+    batch size) returns (run, batches): run(batch) -> root outputs [n, H]; whatever
+    batches hold was built before the timer.
+
+    With --serve it loads once and then reads commands from stdin, one a line,
+    `BATCH THREADS REPEAT [OUT.npy]`, answering each with a time line (the runner
+    alternates these with ctx's runs without paying torch's start-up each time)."""
+    ap = argparse.ArgumentParser(prog=name)
     ap.add_argument("model")
     ap.add_argument("--input", required=True)
     ap.add_argument("--weights", required=True)
@@ -245,6 +298,7 @@ def main():
     ap.add_argument("--threads", default="1")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--output")
+    ap.add_argument("--serve", action="store_true")
     a = ap.parse_args()
     dims = {"H": 64 if a.model == "mvrnn" else 256}
     for kv in a.D:
@@ -253,29 +307,40 @@ def main():
     H = dims["H"]
     P = read_safetensors(a.weights)
     structs = read_ptb(a.input) if a.input.endswith(".ptb") else read_nodes(a.input)
-    cell = make_cell(a.model, P, H)
+    lib = blas_lib()
+    print("blas: corename=%s torch=%s capability=%s" % (
+        lib.openblas_get_corename().decode() if lib else "none", torch.__version__,
+        torch.__config__.show().split("CPU capability usage:")[-1].split()[0]), flush=True)
+    prepared = {}
+
+    def one(bs, threads, repeat, output):
+        set_threads(lib, threads)
+        if bs not in prepared:
+            prepared[bs] = prepare(a.model, P, H, structs, bs)
+        run, batches = prepared[bs]
+        med, p10, p90, n, outs = time_batches(run, batches, repeat)
+        if output:  # before the time line: the runner reads the file once it has that
+            np.save(output, torch.cat(outs).numpy().astype(np.float32))
+        print("time: median_ms=%.4f p10_ms=%.4f p90_ms=%.4f batches=%d batch_size=%d"
+              " threads=%d" % (med, p10, p90, n, bs, threads), flush=True)
+
     with torch.inference_mode():
+        if a.serve:
+            for line in sys.stdin:
+                f = line.split()
+                if f:
+                    one(int(f[0]), int(f[1]), int(f[2]), f[3] if len(f) > 3 else None)
+            return
         for threads in [int(t) for t in a.threads.split(",")]:
-            torch.set_num_threads(threads)
             for bs in [int(x) for x in a.batch.split(",")]:
-                batches = [structs[i:i + bs] for i in range(0, len(structs), bs)]
-                outs = [run_batch(a.model, cell, bt) for bt in batches]  # warm-up
-                ms = []
-                for _ in range(a.repeat):
-                    outs = []
-                    for bt in batches:
-                        t0 = time.perf_counter()
-                        outs.append(run_batch(a.model, cell, bt))
-                        ms.append((time.perf_counter() - t0) * 1e3)
-                ms.sort()
-                n = len(ms)
-                med = ms[n // 2] if n % 2 else (ms[n // 2 - 1] + ms[n // 2]) / 2
-                print("time: median_ms=%.4f p10_ms=%.4f p90_ms=%.4f batches=%d batch_size=%d"
-                      " threads=%d" % (med, ms[(n - 1) // 10], ms[(n - 1) - (n - 1) // 10], n, bs,
-                                       threads), flush=True)
-        if a.output:
-            np.save(a.output, torch.cat(outs).numpy().astype(np.float32))
+                one(bs, threads, a.repeat, a.output)
+
+
+def prepare_eager(model, P, H, structs, bs):
+    cell = make_cell(model, P, H)
+    batches = [structs[i:i + bs] for i in range(0, len(structs), bs)]
+    return (lambda bt: run_batch(model, cell, bt)), batches
 
 
 if __name__ == "__main__":
-    main()
+    driver("torch_eager.py", prepare_eager)

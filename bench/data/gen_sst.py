@@ -7,17 +7,22 @@ Writes, into OUTDIR (formats: docs/formats.md):
                    leaves either peels off one word (right-branching, as English
                    parses mostly are; p = 0.5) or splits uniformly; heights ~10 on
                    average, up to ~30 — like SST. Word ids < VOCAB (default 20000).
-  sst_v1000.ptb    the same trees with word ids mod 1000 (mvrnn runs with V = 1000
-                   so that its [V, H, H] word matrices stay small)
+  sst_v256.ptb     the same trees with word ids mod 256 (mvrnn runs with V = 256
+                   so that its [V, H, H] word matrices stay at 4-16 MiB)
+  bal.ptb          N complete binary trees of 16 leaves (31 nodes, height 4), random
+                   words: the balanced shape, whose levels are wide
+  sized_L.ptb      with --sizes L,..: N SST-like trees of exactly L leaves each
   dep.nodes        N dependency-like n-ary trees (childsum): one node per word, a
                    word on every node, at most 8 children, parents mostly nearby
-  grid.nodes       N 10x10 grid DAGs (dagrnn), D features per node, each a multiple
-                   of 1/1024 in [-1, 1) (exact in float32 and float64)
+  grid_D.nodes     N 10x10 grid DAGs (dagrnn), D features per node for each D of
+                   --features (a list), each a multiple of 1/1024 in [-1, 1) (exact
+                   in float32 and float64)
   seq.nodes        N sequences of 100 word ids (seqlstm)
-Usage: gen_sst.py OUTDIR [--count N] [--seed S] [--features D] [--stats]
+Usage: gen_sst.py OUTDIR [--count N] [--seed S] [--features D,..] [--sizes L,..] [--stats]
 """
 import argparse
 import os
+import re
 import sys
 
 import numpy as np
@@ -61,6 +66,14 @@ def binary_tree(rng, nleaves, vocab):
     return text, height
 
 
+def complete_tree(rng, height, vocab):
+    """A PTB line for a complete binary tree of [height] (2^height leaves)."""
+    if height == 0:
+        return "(%d %d)" % (int(rng.integers(0, 5)), int(rng.integers(0, vocab)))
+    return "(%d %s %s)" % (int(rng.integers(0, 5)), complete_tree(rng, height - 1, vocab),
+                           complete_tree(rng, height - 1, vocab))
+
+
 def dep_tree(rng, n, arity=8):
     """Parents for nodes 1..n-1 of a dependency-like tree (node 0 the root)."""
     kids = [0] * n
@@ -85,7 +98,8 @@ def main():
     ap.add_argument("--count", type=int, default=100)
     ap.add_argument("--seed", type=int, default=2021)
     ap.add_argument("--vocab", type=int, default=20000)
-    ap.add_argument("--features", type=int, default=256)
+    ap.add_argument("--features", default="256")
+    ap.add_argument("--sizes", default="")
     ap.add_argument("--grid", type=int, default=10)
     ap.add_argument("--seqlen", type=int, default=100)
     ap.add_argument("--stats", action="store_true")
@@ -101,12 +115,13 @@ def main():
         heights.append(h)
     with open(os.path.join(a.outdir, "sst.ptb"), "w") as f:
         f.write("\n".join(lines) + "\n")
-    # same trees, word ids mod 1000 (for mvrnn at V = 1000)
-    import re
-    small = [re.sub(r"\((\d+) (\d+)\)", lambda mo: "(%s %d)" % (mo.group(1), int(mo.group(2)) % 1000), t)
+    # same trees, word ids mod 256 (for mvrnn at V = 256)
+    small = [re.sub(r"\((\d+) (\d+)\)", lambda mo: "(%s %d)" % (mo.group(1), int(mo.group(2)) % 256), t)
              for t in lines]
-    with open(os.path.join(a.outdir, "sst_v1000.ptb"), "w") as f:
+    with open(os.path.join(a.outdir, "sst_v256.ptb"), "w") as f:
         f.write("\n".join(small) + "\n")
+    with open(os.path.join(a.outdir, "bal.ptb"), "w") as f:
+        f.write("".join(complete_tree(rng, 4, a.vocab) + "\n" for _ in range(a.count)))
 
     with open(os.path.join(a.outdir, "dep.nodes"), "w") as f:
         for m in sentence_lengths(rng, a.count):
@@ -119,23 +134,29 @@ def main():
                 dep = (" : " + " ".join(map(str, kids[i]))) if kids[i] else ""
                 f.write("%d %d%s\n" % (i, int(rng.integers(0, a.vocab)), dep))
 
-    g, d = a.grid, a.features
-    with open(os.path.join(a.outdir, "grid.nodes"), "w") as f:
-        for _ in range(a.count):
-            f.write("dag\n")
-            x = rng.integers(-1024, 1024, size=(g * g, d)) / 1024.0
-            for r in range(g):
-                for c in range(g):
-                    i = r * g + c
-                    preds = ([str(i - g)] if r else []) + ([str(i - 1)] if c else [])
-                    vals = " ".join(repr(float(v)) for v in x[i])
-                    f.write("%d %s%s\n" % (i, vals, (" : " + " ".join(preds)) if preds else ""))
+    g = a.grid
+    for d in [int(v) for v in a.features.split(",")]:
+        with open(os.path.join(a.outdir, "grid_%d.nodes" % d), "w") as f:
+            for _ in range(a.count):
+                f.write("dag\n")
+                x = rng.integers(-1024, 1024, size=(g * g, d)) / 1024.0
+                for r in range(g):
+                    for c in range(g):
+                        i = r * g + c
+                        preds = ([str(i - g)] if r else []) + ([str(i - 1)] if c else [])
+                        vals = " ".join(repr(float(v)) for v in x[i])
+                        f.write("%d %s%s\n" % (i, vals, (" : " + " ".join(preds)) if preds else ""))
 
     with open(os.path.join(a.outdir, "seq.nodes"), "w") as f:
         for _ in range(a.count):
             f.write("sequence\n")
             words = rng.integers(0, a.vocab, size=a.seqlen)
             f.write("".join("%d %d\n" % (i, w) for i, w in enumerate(words)))
+
+    # after the others, so that adding sizes leaves every other file as it was
+    for m in [int(v) for v in a.sizes.split(",") if v]:
+        with open(os.path.join(a.outdir, "sized_%d.ptb" % m), "w") as f:
+            f.write("".join(binary_tree(rng, m, a.vocab)[0] + "\n" for _ in range(a.count)))
 
     if a.stats:
         print("sst.ptb: %d trees, words mean %.1f max %d, nodes mean %.1f, height mean %.1f max %d"

@@ -1,0 +1,313 @@
+/* machine.c — the physical limits the bench table is measured against, on one core.
+ *
+ * 1. FMA peak: a register-resident loop of independent fused multiply-adds at the
+ *    host's widest vector (AVX-512, else AVX2+FMA; a host with neither gets no
+ *    figures and exit status 1), on one thread. The loop keeps ACC accumulators in
+ *    flight, more than FMA latency x FMA ports needs on any x86 core (4-5 cycles x
+ *    2 ports = 10), and touches no memory.
+ * 2. The theoretical peak beside it: lanes x 2 FLOPs x FMA ports x clock. The clock
+ *    is measured with a chain of dependent integer adds (1 cycle each on every x86
+ *    core since the P6), so it is the clock the core really ran at; the port count
+ *    comes from a table of the vendors' optimization manuals (fma_ports()).
+ * 3. Read bandwidth of each cache level and of DRAM: a buffer of half the level's
+ *    size (L1d, L2; the L3 is shared, a quarter of it), and one of 4x the L3 for DRAM,
+ *    summed with the widest vector loads into independent accumulators, again and
+ *    again. Plus a sweep of sizes for the record.
+ * Every figure is the best of many short rounds (see fma_peak()).
+ * 4. OpenBLAS: openblas_get_corename() and a large sgemm (512^3) on 1 and 2
+ *    threads — whether the baselines run on OpenBLAS's real kernel for this CPU.
+ * Prints key=value lines the runner (bench/run.py) parses:
+ *   cpu: model=.. family=.. vendor=..
+ *   cache: level=L bytes=N
+ *   clock: ghz=G cpuinfo_mhz=M
+ *   fma: lanes=N ports=P source=.. theory_gflops=T
+ *   peak: gflops=G
+ *   bw: level=L1|L2|L3|DRAM bytes=S gbps=B
+ *   sweep: bytes=S gbps=B
+ *   blas: corename=.. sgemm1_gflops=G sgemm2_gflops=G
+ * usage: machine [--quick]
+ */
+#include <cblas.h>
+#include <immintrin.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+char *openblas_get_corename(void);
+
+/* Independent accumulators of the FMA loop: 16 covers latency 4 x 2 ports twice
+ * over and leaves registers for the operands (32 zmm with AVX-512). */
+#define ACC 16
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ---- FMA peak ------------------------------------------------------------------ */
+
+__attribute__((target("avx512f"))) static double fma_avx512(long iters) {
+  __m512 acc[ACC];
+  __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
+  for (int j = 0; j < ACC; j++) acc[j] = _mm512_set1_ps((float)j);
+  for (long i = 0; i < iters; i++)
+    for (int j = 0; j < ACC; j++) acc[j] = _mm512_fmadd_ps(acc[j], a, b);
+  __m512 s = acc[0];
+  for (int j = 1; j < ACC; j++) s = _mm512_add_ps(s, acc[j]);
+  return (double)_mm512_reduce_add_ps(s);
+}
+
+/* AVX2 has 16 ymm registers: 12 accumulators + 2 operands. */
+__attribute__((target("avx2,fma"))) static double fma_avx2(long iters) {
+  __m256 acc[12];
+  __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
+  for (int j = 0; j < 12; j++) acc[j] = _mm256_set1_ps((float)j);
+  for (long i = 0; i < iters; i++)
+    for (int j = 0; j < 12; j++) acc[j] = _mm256_fmadd_ps(acc[j], a, b);
+  float out[8];
+  __m256 s = acc[0];
+  for (int j = 1; j < 12; j++) s = _mm256_add_ps(s, acc[j]);
+  _mm256_storeu_ps(out, s);
+  double t = 0;
+  for (int j = 0; j < 8; j++) t += out[j];
+  return t;
+}
+
+static int vec_lanes(void) {
+  if (__builtin_cpu_supports("avx512f")) return 16;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return 8;
+  return 0;
+}
+
+/* [iters] rounds of the host's widest loop (its accumulators each FMA once a round). */
+static double fma_iter(int lanes, long iters) {
+  return lanes == 16 ? fma_avx512(iters) : fma_avx2(iters);
+}
+
+/* Every rate below is the best of many short rounds (~0.5-8 ms each) over [secs]:
+ * on a shared machine a round that ran without being preempted is the core's
+ * own speed, and a limit must be the uncontended one. */
+static double fma_peak(int lanes, double secs) {
+  int accs = lanes == 16 ? ACC : 12;
+  double best = 0, t_end = now_s() + secs;
+  volatile double sink = 0;
+  long iters = 1 << 18; /* 2^18 x 16 FMA x 16 lanes: ~0.5 ms at 250 GFLOP/s */
+  do {
+    double t0 = now_s();
+    sink += fma_iter(lanes, iters);
+    double g = (double)iters * accs * lanes * 2.0 / (now_s() - t0) / 1e9;
+    if (g > best) best = g;
+  } while (now_s() < t_end);
+  (void)sink;
+  return best;
+}
+
+/* ---- clock -------------------------------------------------------------------- */
+
+/* GHz from 2^19 x 8 dependent 1-cycle adds a round (~1 ms at 4 GHz). */
+static double clock_ghz(double secs) {
+  double best = 0, t_end = now_s() + secs;
+  do {
+    long x = 0, n = 1 << 19, c = n;
+    double t0 = now_s();
+    __asm__ volatile("1:\n\t"
+                     "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
+                     "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
+                     "dec %1\n\tjnz 1b"
+                     : "+r"(x), "+r"(c));
+    double g = (double)n * 8 / (now_s() - t0) / 1e9;
+    if (g > best) best = g;
+  } while (now_s() < t_end);
+  return best;
+}
+
+/* "cpu MHz" of /proc/cpuinfo (under a hypervisor: the nominal clock), 0 if absent. */
+static double cpuinfo_mhz(char *model, size_t cap, int *family, char *vendor, size_t vcap) {
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  double mhz = 0;
+  char line[512];
+  model[0] = vendor[0] = 0;
+  *family = 0;
+  if (!f) return 0;
+  while (fgets(line, sizeof line, f)) {
+    char *v = strchr(line, ':');
+    if (!v) continue;
+    v++;
+    while (*v == ' ') v++;
+    v[strcspn(v, "\n")] = 0;
+    if (!strncmp(line, "model name", 10) && !model[0]) snprintf(model, cap, "%s", v);
+    else if (!strncmp(line, "cpu MHz", 7) && mhz == 0) mhz = atof(v);
+    else if (!strncmp(line, "cpu family", 10) && !*family) *family = atoi(v);
+    else if (!strncmp(line, "vendor_id", 9) && !vendor[0]) snprintf(vendor, vcap, "%s", v);
+  }
+  fclose(f);
+  return mhz;
+}
+
+/* FMA instructions per cycle at the widest vector, and where that comes from. */
+static int fma_ports(const char *vendor, int family, int lanes, const char **src) {
+  if (!strcmp(vendor, "AuthenticAMD")) {
+    if (family >= 0x1a) {
+      *src = "AMD Zen 5 optimization guide: 2 FMA pipes, 512-bit datapath";
+      return 2;
+    }
+    if (family == 0x19 && lanes == 16) {
+      *src = "AMD Zen 4 optimization guide: 2 256-bit FMA pipes, 512-bit ops take both";
+      return 1;
+    }
+    *src = "AMD Zen 1-3 optimization guides: 2 FMA pipes (Zen 1: 128-bit, assumed 256)";
+    return 2;
+  }
+  if (lanes == 16) {
+    *src = "Intel optimization manual: Xeon Gold/Platinum, 2 512-bit FMA units (ports 0+1, 5)";
+    return 2;
+  }
+  *src = "Intel optimization manual: Haswell and later, 2 256-bit FMA ports (0, 1)";
+  return 2;
+}
+
+/* ---- bandwidth ------------------------------------------------------------------ */
+
+static float *fill(size_t n) {
+  float *p = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
+  if (!p) exit(1);
+  for (size_t i = 0; i < n; i++) p[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
+  return p;
+}
+
+/* Sum of [n] floats (n a multiple of 128): 8 accumulators of 64-byte loads cover
+ * 2 loads a cycle x 4 cycles of add latency. */
+__attribute__((target("avx512f"))) static float read_avx512(const float *p, size_t n) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,
+         a7 = a0;
+  for (size_t i = 0; i < n; i += 128) {
+    a0 = _mm512_add_ps(a0, _mm512_load_ps(p + i));
+    a1 = _mm512_add_ps(a1, _mm512_load_ps(p + i + 16));
+    a2 = _mm512_add_ps(a2, _mm512_load_ps(p + i + 32));
+    a3 = _mm512_add_ps(a3, _mm512_load_ps(p + i + 48));
+    a4 = _mm512_add_ps(a4, _mm512_load_ps(p + i + 64));
+    a5 = _mm512_add_ps(a5, _mm512_load_ps(p + i + 80));
+    a6 = _mm512_add_ps(a6, _mm512_load_ps(p + i + 96));
+    a7 = _mm512_add_ps(a7, _mm512_load_ps(p + i + 112));
+  }
+  a0 = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
+                     _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));
+  return _mm512_reduce_add_ps(a0);
+}
+
+__attribute__((target("avx2"))) static float read_avx2(const float *p, size_t n) {
+  __m256 a[8];
+  for (int j = 0; j < 8; j++) a[j] = _mm256_setzero_ps();
+  for (size_t i = 0; i < n; i += 64)
+    for (int j = 0; j < 8; j++) a[j] = _mm256_add_ps(a[j], _mm256_load_ps(p + i + 8 * j));
+  float out[8];
+  for (int j = 1; j < 8; j++) a[0] = _mm256_add_ps(a[0], a[j]);
+  _mm256_storeu_ps(out, a[0]);
+  return out[0] + out[7];
+}
+
+/* Best GB/s reading [bytes] again and again. */
+static double read_gbps(int lanes, size_t bytes, double secs) {
+  size_t n = bytes / sizeof(float) / 128 * 128;
+  float *p = fill(n);
+  volatile float sink = 0;
+  double best = 0, t_end = now_s() + secs;
+  /* 64 MiB a round: 0.2-0.5 ms in the caches, one pass of a DRAM-sized buffer */
+  size_t passes = bytes >= (64u << 20) ? 1 : (64u << 20) / bytes;
+  sink += lanes == 16 ? read_avx512(p, n) : read_avx2(p, n); /* into the cache */
+  do {
+    double t0 = now_s();
+    for (size_t k = 0; k < passes; k++)
+      sink += lanes == 16 ? read_avx512(p, n) : read_avx2(p, n);
+    double g = (double)n * sizeof(float) * (double)passes / (now_s() - t0) / 1e9;
+    if (g > best) best = g;
+  } while (now_s() < t_end);
+  (void)sink;
+  free(p);
+  return best;
+}
+
+/* Size of the data (or unified) cache of [level] for cpu0 from sysfs, 0 if unknown. */
+static size_t cache_bytes(int level) {
+  for (int i = 0; i < 8; i++) {
+    char path[128], buf[64];
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+    FILE *f = fopen(path, "r");
+    if (!f) break;
+    int lv = fgets(buf, sizeof buf, f) ? atoi(buf) : 0;
+    fclose(f);
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
+    f = fopen(path, "r");
+    if (!f) continue;
+    int instr = fgets(buf, sizeof buf, f) && !strncmp(buf, "Instruction", 11);
+    fclose(f);
+    if (lv != level || instr) continue;
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+    f = fopen(path, "r");
+    if (!f) continue;
+    size_t kib = fgets(buf, sizeof buf, f) ? (size_t)atol(buf) : 0;
+    fclose(f);
+    return kib * 1024;
+  }
+  return 0;
+}
+
+/* ---- OpenBLAS ------------------------------------------------------------------ */
+
+/* One [n]^3 product a round. n = 512: ~1 ms at 240 GFLOP/s, short enough for rounds
+ * to escape preemption like the FMA loop's, and as fast as 1024^3 and 2048^3 on an
+ * idle Zen 5 core (245, 240, 237 GFLOP/s with OpenBLAS 0.3.21 SkylakeX). */
+static double sgemm_gflops(int n, int threads, double secs) {
+  openblas_set_num_threads(threads);
+  float *A = fill((size_t)n * n), *B = fill((size_t)n * n), *C = fill((size_t)n * n);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1.0f, A, n, B, n, 0.0f, C, n);
+  double best = 0, t_end = now_s() + secs;
+  do {
+    double t0 = now_s();
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1.0f, A, n, B, n, 0.0f, C, n);
+    double g = 2.0 * n * n * (double)n / (now_s() - t0) / 1e9;
+    if (g > best) best = g;
+  } while (now_s() < t_end);
+  free(A), free(B), free(C);
+  return best;
+}
+
+int main(int argc, char **argv) {
+  double secs = argc > 1 && !strcmp(argv[1], "--quick") ? 0.25 : 0.6;
+  char model[256], vendor[64];
+  int family;
+  double mhz = cpuinfo_mhz(model, sizeof model, &family, vendor, sizeof vendor);
+  printf("cpu: vendor=%s family=%d model=%s\n", vendor, family, model);
+  size_t c[4] = {0, cache_bytes(1), cache_bytes(2), cache_bytes(3)};
+  for (int l = 1; l <= 3; l++) printf("cache: level=%d bytes=%zu\n", l, c[l]);
+  int lanes = vec_lanes();
+  if (!lanes) {
+    printf("fma: lanes=0 ports=0 source=none theory_gflops=0\n");
+    return 1;
+  }
+  double ghz = clock_ghz(secs);
+  printf("clock: ghz=%.3f cpuinfo_mhz=%.0f\n", ghz, mhz);
+  const char *src;
+  int ports = fma_ports(vendor, family, lanes, &src);
+  printf("fma: lanes=%d ports=%d theory_gflops=%.1f source=%s\n", lanes, ports,
+         lanes * 2.0 * ports * ghz, src);
+  printf("peak: gflops=%.1f\n", fma_peak(lanes, secs));
+  fflush(stdout);
+  static const char *const names[] = {"L1", "L2", "L3", "DRAM"};
+  size_t sizes[4] = {c[1] ? c[1] / 2 : 16384, c[2] ? c[2] / 2 : 262144,
+                     c[3] ? c[3] / 4 : 4 << 20, c[3] ? c[3] * 4 : 256 << 20};
+  for (int l = 0; l < 4; l++) {
+    printf("bw: level=%s bytes=%zu gbps=%.1f\n", names[l], sizes[l],
+           read_gbps(lanes, sizes[l], l == 3 ? secs * 2 : secs));
+    fflush(stdout);
+  }
+  if (argc <= 1)
+    for (size_t kib = 16; kib <= 256 * 1024; kib *= 2)
+      printf("sweep: bytes=%zu gbps=%.1f\n", kib * 1024, read_gbps(lanes, kib * 1024, secs / 3));
+  const char *core = openblas_get_corename();
+  double g1 = sgemm_gflops(512, 1, secs * 4), g2 = sgemm_gflops(512, 2, secs * 4);
+  printf("blas: corename=%s sgemm1_gflops=%.1f sgemm2_gflops=%.1f\n", core ? core : "?", g1, g2);
+  return 0;
+}
