@@ -299,11 +299,6 @@ static void check_output(Sema *S, const AstItem *it, const AstItem **first) {
   S->in_output = true;
   SemaType *t = sema_expr(S, &S->globals, e);
   S->in_output = false;
-  if (t->kind == SEMA_TUPLE) {
-    ctx_diag_error(S->diag, e->span, "the output must be a tensor, found %s; select a field",
-                   sema_type_str(S, t));
-    return;
-  }
   S->m->output = e;
   S->m->output_func = &S->m->funcs[f->index];
   S->m->output_type = t;
