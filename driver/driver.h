@@ -132,6 +132,14 @@ void ctx_output_summary(FILE *out, const RaProgram *p, int64_t rows, const doubl
 void ctx_output_header_api(CtxBuf *h, const RaProgram *p, const char *name);
 void ctx_output_model_api(CtxBuf *c, const RaProgram *p, const char *name);
 
+/* An option [arg] that verb [verb] (usage line [usage], help text [help])
+ * does not take: a planned feature says so, a typo gets the closest option
+ * of the help text (driver_opts.c). Prints a usage error; returns
+ * CTX_EXIT_USAGE. */
+int ctx_unknown_option(const char *verb, const char *usage, const char *help, const char *arg);
+/* The same for a verb [name] that is none of [verbs]. */
+int ctx_unknown_verb(const char *name, const char *const *verbs, int nverbs);
+
 /* Prints `ctx: error: [fmt]` (with [arg]) and the usage line of [verb]
  * ([usage]; NULL: the general one) to stderr; returns CTX_EXIT_USAGE. */
 int ctx_usage_error(const char *verb, const char *usage, const char *fmt, const char *arg);

@@ -148,10 +148,18 @@ static RaProgram *check_model(CtxSession *s, AstFile *f, int errors) {
   return p;
 }
 
-/* Checks the schedule blocks of [f] against the model [p]. */
+/* Checks the schedule blocks of [f] against the model [p]; a cpu schedule is
+ * also planned and applied to a kernel of its own, as `-s` does, so that a
+ * schedule given either way gets the same errors and warnings. */
 static void check_schedules(CtxSession *s, const AstFile *f, const RaProgram *p) {
-  for (int i = 0; i < f->nitems; i++)
-    if (f->items[i]->kind == AST_SCHEDULE) sched_check(s->arena, &s->diag, f->items[i], p);
+  for (int i = 0; i < f->nitems; i++) {
+    if (f->items[i]->kind != AST_SCHEDULE) continue;
+    Schedule *sch = sched_check(s->arena, &s->diag, f->items[i], p);
+    if (!sch || sch->target != SCHED_CPU) continue;
+    IlirKernel *k = ilir_lower(s->arena, &s->diag, p);
+    SchedPlan plan = sched_schedule_plan(&s->diag, sch, p->disabled);
+    if (k) sched_apply(s->arena, &s->diag, k, &plan);
+  }
 }
 
 int ctx_pipeline_check(CtxSession *s) {
