@@ -122,8 +122,8 @@ static void lower_index_let(RaBuilder *B, const AstStmt *s) {
 static void lower_destructure(RaBuilder *B, const AstStmt *s) {
   const AstExpr *v = s->u.let.value;
   const SemaType *t = ra_type(B, v);
-  int rec = -1; /* in a for loop, fields are copied: the loop's lets outlive it */
-  for (int i = 0; v->kind == AST_CALL && !B->loop_var && i < B->p->nfuncs; i++)
+  int rec = -1;
+  for (int i = 0; v->kind == AST_CALL && i < B->p->nfuncs; i++)
     if (strcmp(B->p->funcs[i].name, v->u.call.callee) == 0) rec = i;
   if (rec >= 0) {
     RaExpr *dep = ra_node_dep(B, v->u.call.args[0]);
@@ -143,6 +143,8 @@ static void lower_destructure(RaBuilder *B, const AstStmt *s) {
 
 static void lower_block(RaBuilder *B, const AstBlock *b, CtxVec *out);
 static void lower_for(RaBuilder *B, const AstStmt *s);
+static void copy_loop_fields(RaBuilder *B, RaBinding *start, CtxSpan span);
+static void drop_unread_copies(RaBuilder *B, RaFunc *fn);
 
 static void lower_return(RaBuilder *B, const AstStmt *s) {
   RaFunc *fn = B->fn;
@@ -228,13 +230,82 @@ static void lower_for(RaBuilder *B, const AstStmt *s) {
   RaVar *k = ra_new_var(B, s->u.for_.var.id, B->p->max_arity, false);
   B->scope = ra_bind(B, B->scope, s->u.for_.var.id, B_VAR);
   B->scope->var = k;
+  RaBinding *start = B->scope;
   B->loop_var = k;
   for (int i = 0; i < s->u.for_.body.n && !B->failed; i++) {
     const AstStmt *st = s->u.for_.body.stmts[i];
     if (st->kind != AST_LET) ra_unsupported(B, st->span, "this statement in a 'for' loop");
     else lower_stmt(B, st);
   }
+  copy_loop_fields(B, start, s->span);
   B->loop_var = NULL;
+}
+
+/* The fields of recursive calls a for loop's body destructured (`let (hk,
+ * ck) = cell(n.child[k])`), read in place inside the loop, as operators
+ * [K, ...] for the code after it (at [span], the loop); build_func drops
+ * those it does not read. */
+static void copy_loop_fields(RaBuilder *B, RaBinding *start, CtxSpan span) {
+  for (RaBinding *b = B->scope; b && b != start; b = b->next) {
+    if (b->kind != B_REC) continue;
+    RaShape field = B->p->funcs[b->index].fields[b->field];
+    RaOp *op = ra_new_op(B, b->name, &field, span);
+    RaExpr *r = CTX_NEW(B->arena, RaExpr), **idx = CTX_NEW_ARRAY(B->arena, RaExpr *, field.rank);
+    RaVar **axes = ra_op_axes(B, op);
+    for (int i = 0; i < field.rank; i++) idx[i] = ra_var_ref(B, axes[i]);
+    *r = (RaExpr){.kind = RA_READ, .src = RA_SRC_REC, .index = b->index, .field = b->field,
+                  .dep = b->dep, .idx = idx, .nidx = field.rank};
+    ra_op_body(B, op, r);
+    ra_emit_op(B, op);
+    ctx_vec_push(B->arena, &B->loop_copies, op);
+    bind_op(B, b->name, op);
+  }
+}
+
+/* ---- dropping the unread copies of copy_loop_fields ------------------------------- */
+
+static void mark_reads(const RaExpr *e, bool *read) {
+  if (!e) return;
+  if (e->kind == RA_READ && e->src == RA_SRC_OP) read[e->index] = true;
+  mark_reads(e->a, read), mark_reads(e->b, read), mark_reads(e->c, read);
+  mark_reads(e->dep, read);
+  for (int i = 0; e->kind == RA_READ && i < e->nidx; i++) mark_reads(e->idx[i], read);
+}
+
+static void mark_block(const RaFunc *fn, const RaBlock *b, bool *read) {
+  for (int i = 0; i < b->n; i++) {
+    const RaStmt *s = b->stmts[i];
+    if (s->kind == RA_STMT_OP) mark_reads(s->op->body, read);
+    if (s->kind == RA_STMT_IF) {
+      mark_reads(s->cond, read);
+      mark_block(fn, &s->then, read);
+      mark_block(fn, &s->els, read);
+    }
+    for (int k = 0; s->kind == RA_STMT_RETURN && k < fn->nfields; k++)
+      read[s->results[k]->id] = true;
+  }
+}
+
+static void drop_unread(RaBlock *b, const bool *drop) {
+  int n = 0;
+  for (int i = 0; i < b->n; i++) {
+    RaStmt *s = b->stmts[i];
+    if (s->kind == RA_STMT_IF) drop_unread(&s->then, drop), drop_unread(&s->els, drop);
+    if (s->kind != RA_STMT_OP || !drop[s->op->id]) b->stmts[n++] = s;
+  }
+  b->n = n;
+}
+
+static void drop_unread_copies(RaBuilder *B, RaFunc *fn) {
+  if (!B->loop_copies.len) return;
+  bool *read = CTX_NEW_ARRAY(B->arena, bool, fn->nops + 1);
+  bool *drop = CTX_NEW_ARRAY(B->arena, bool, fn->nops + 1);
+  mark_block(fn, &fn->body, read);
+  for (int i = 0; i < B->loop_copies.len; i++) {
+    const RaOp *op = B->loop_copies.items[i];
+    drop[op->id] = !read[op->id];
+  }
+  drop_unread(&fn->body, drop);
 }
 
 /* Lowers [b] into [out]; names bound inside stay inside. */
@@ -307,12 +378,14 @@ static void build_func(RaBuilder *B, RaFunc *fn, const AstItem *item) {
   B->fn = fn;
   B->temps = 0;
   B->in_leaf = false;
+  memset(&B->loop_copies, 0, sizeof B->loop_copies);
   B->scope = ra_bind(B, B->globals, item->params[0].name, B_NODE);
   CtxVec body = {0};
   lower_block(B, &item->body, &body);
   fn->body = to_block(body);
   fn->ops = (RaOp **)B->ops.items;
   fn->nops = B->ops.len;
+  drop_unread_copies(B, fn);
 }
 
 /* output f(root(t)) or f(root(t)).field */

@@ -50,6 +50,7 @@ typedef struct {
   bool in_leaf;       /* inside the then-branch of `if leaf(n)` */
   RaVar *loop_var;    /* inside `for k in n.children`: k, every new operator's
                          first axis (ra_new_op); NULL elsewhere */
+  CtxVec loop_copies; /* operators copying destructured fields out of a loop */
   int temps;          /* generated names */
   CtxVec def_sigs;    /* pairs: a def's AstItem, its argument shapes (a string) */
   bool failed;
