@@ -108,9 +108,9 @@ static const Schedule *load_schedule(CtxSession *s, const RaProgram *p) {
   }
   if (s->diag.errors > errors) return NULL;
   if (!cpu) {
-    CtxSpan none = {0, 0, 0, 0, 0};
-    ctx_diag_error(&s->diag, none, "%s: no cpu schedule for model '%s' (schedule %s for cpu "
-                   "{ ... })", path, p->name, p->name);
+    CtxSpan file = {f->file, 0, 0, 0, 0}; /* `path: error: ...` */
+    ctx_diag_error(&s->diag, file, "no cpu schedule for model '%s' (schedule %s for cpu "
+                   "{ ... })", p->name, p->name);
   }
   return cpu;
 }
@@ -190,8 +190,8 @@ RaProgram *ctx_pipeline_ra(CtxSession *s, const char *path) {
                             s->opts.ndefines);
   if (!m || !m->output_func || s->diag.errors) { /* a module has no output */
     if (!s->diag.errors) {
-      CtxSpan none = {0, 0, 0, 0, 0};
-      ctx_diag_error(&s->diag, none, "%s: no model to run", path);
+      CtxSpan file = {f->file, 0, 0, 0, 0};
+      ctx_diag_error(&s->diag, file, "no model to run");
     }
     return NULL;
   }

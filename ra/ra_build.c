@@ -179,10 +179,6 @@ static bool is_leaf_test(const AstExpr *c) {
 }
 
 static void lower_if(RaBuilder *B, const AstStmt *s) {
-  if (B->loop_var) {
-    ra_unsupported(B, s->span, "an 'if' inside a 'for' loop");
-    return;
-  }
   RaStmt *st = CTX_NEW(B->arena, RaStmt);
   st->kind = RA_STMT_IF;
   st->cond = ra_lower(B, s->u.if_.cond, NULL);
@@ -234,8 +230,8 @@ static void lower_for(RaBuilder *B, const AstStmt *s) {
   B->loop_var = k;
   for (int i = 0; i < s->u.for_.body.n && !B->failed; i++) {
     const AstStmt *st = s->u.for_.body.stmts[i];
-    if (st->kind != AST_LET) ra_unsupported(B, st->span, "this statement in a 'for' loop");
-    else lower_stmt(B, st);
+    if (st->kind == AST_LET) lower_stmt(B, st); /* sema allows no return, no nested for */
+    else ra_unsupported(B, st->span, "an 'if' inside a 'for' loop");
   }
   copy_loop_fields(B, start, s->span);
   B->loop_var = NULL;
