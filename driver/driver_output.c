@@ -12,7 +12,8 @@
  *                      unnamed output `output`), in a ZIP archive of stored
  *                      .npy members as numpy.savez writes them
  *   --output OUT.npy   a single output: that file; a tuple: OUT.FIELD.npy
- *                      per field (OUT.h.npy, OUT.c.npy)
+ *                      per field (OUT.h.npy, OUT.c.npy) — or, where OUT is a
+ *                      device or a pipe (/dev/null), every field there
  *
  * Each array has shape [rows, field's dims...]. The ZIP writer knows only
  * what numpy.load needs: no compression, no ZIP64 (an archive over 4 GiB is
@@ -22,6 +23,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* ---- fields ----------------------------------------------------------------- */
 
@@ -198,6 +200,8 @@ CtxrtStatus ctx_output_write(const char *path, const RaProgram *p, int64_t rows,
   if (has_suffix(path, ".npz")) return write_npz(path, p, rows, data, f64, err);
   int n = ctx_output_nfields(p);
   size_t stem = strlen(path) - (has_suffix(path, ".npy") ? 4 : 0);
+  struct stat sb; /* /dev/null, a pipe: every field there, one after another */
+  bool device = stat(path, &sb) == 0 && (S_ISCHR(sb.st_mode) || S_ISFIFO(sb.st_mode));
   CtxrtStatus st = CTXRT_OK;
   for (int k = 0; k < n && !st; k++) {
     unsigned char *npy = NULL;
@@ -206,7 +210,7 @@ CtxrtStatus ctx_output_write(const char *path, const RaProgram *p, int64_t rows,
     char buf[16];
     st = field_npy(p, k, rows, data, f64, &npy, &len, &name, buf, sizeof buf, err);
     char *file = ctx_xmalloc(stem + strlen(name) + 8);
-    if (n == 1)
+    if (n == 1 || device)
       strcpy(file, path);
     else
       sprintf(file, "%.*s.%s.npy", (int)stem, path, name);
