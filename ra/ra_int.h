@@ -51,6 +51,7 @@ typedef struct {
   RaVar *loop_var;    /* inside `for k in n.children`: k, every new operator's
                          first axis (ra_new_op); NULL elsewhere */
   CtxVec loop_copies; /* operators copying destructured fields out of a loop */
+  bool probe_loop;    /* ra_lower.c: asking whether an expression uses the loop */
   int temps;          /* generated names */
   CtxVec def_sigs;    /* pairs: a def's AstItem, its argument shapes (a string) */
   bool failed;

@@ -264,6 +264,7 @@ static bool same_shapes_as_before(RaBuilder *B, const AstItem *def, const AstExp
 }
 
 static bool uses_bound_var_in(RaBuilder *B, RaBinding *scope, const AstExpr *e);
+static bool loop_invariant(RaBuilder *B, RaBinding *scope, const AstExpr *e);
 
 /* Binds [name] in [env] to [value] (lowered in [scope]): an operator of its
  * own when [compute] and it reads no variable bound around it, so that an
@@ -275,10 +276,13 @@ static RaBinding *def_local(RaBuilder *B, RaBinding *env, const AstItem *def,
   const SemaType *t = sema_type_of(B->m, value);
   if (compute && t && t->kind == SEMA_TENSOR && !uses_bound_var_in(B, scope, value)) {
     RaBinding *saved = B->scope;
+    RaVar *loop = B->loop_var; /* the same for every child: once per node */
+    if (loop_invariant(B, scope, value)) B->loop_var = NULL;
     B->scope = scope;
     const char *opname = ctx_arena_printf(B->arena, "%s.%s", def->name.id, name);
     RaOp *op = ra_materialize(B, opname, value, -1, t);
     B->scope = saved;
+    B->loop_var = loop;
     env = ra_bind(B, env, name, B_OP);
     env->op = op;
     return env;
@@ -480,11 +484,49 @@ static bool any_bound(RaBuilder *B, AstExpr *const *es, int n) {
   return false;
 }
 
+/* Does [e] read variable [v]? */
+static bool expr_uses_var(const RaExpr *e, const RaVar *v) {
+  if (!e) return false;
+  if ((e->kind == RA_VAR || e->kind == RA_REDUCE) && e->var == v) return true;
+  if (expr_uses_var(e->a, v) || expr_uses_var(e->b, v) || expr_uses_var(e->c, v) ||
+      expr_uses_var(e->dep, v))
+    return true;
+  for (int i = 0; e->kind == RA_READ && i < e->nidx; i++)
+    if (expr_uses_var(e->idx[i], v)) return true;
+  return false;
+}
+
+/* With B->probe_loop, uses_bound_var asks instead whether a name depends on
+ * the for loop's child variable: k itself, an operator of the loop, a field
+ * of a recursive call at n.child[k]. */
+static bool name_uses_loop(RaBuilder *B, const RaBinding *b) {
+  switch (b->kind) {
+  case B_VAR: return b->var == B->loop_var;
+  case B_OP: return ra_per_child(B, b->op);
+  case B_REC: return expr_uses_var(b->dep, B->loop_var);
+  case B_SUBST: return expr_uses_var(b->subst, B->loop_var);
+  case B_IXLET: return true; /* not looked into: as if it did */
+  case B_EXPR: case B_FIELD: return uses_bound_var_in(B, b->scope, b->expr);
+  default: return false;
+  }
+}
+
+/* Inside a for loop, is [e] (in [scope]) the same for every child slot? Then
+ * an operator made for it needs no child axis. */
+static bool loop_invariant(RaBuilder *B, RaBinding *scope, const AstExpr *e) {
+  if (!B->loop_var) return false;
+  B->probe_loop = true;
+  bool uses = uses_bound_var_in(B, scope, e);
+  B->probe_loop = false;
+  return !uses;
+}
+
 static bool uses_bound_var(RaBuilder *B, const AstExpr *e) {
   switch (e->kind) {
   case AST_NAME: {
     RaBinding *b = lookup(B, e->u.name.id);
     if (!b) return false;
+    if (B->probe_loop) return name_uses_loop(B, b);
     if (b->kind == B_VAR || b->kind == B_SUBST || b->kind == B_IXLET) return true;
     if (b->kind == B_EXPR || b->kind == B_FIELD) return uses_bound_var_in(B, b->scope, b->expr);
     return false;
@@ -637,6 +679,8 @@ static RaExpr *lower_matmul(RaBuilder *B, const AstExpr *e, RaExpr **idx) {
   if ((B->p->disabled & RA_OPT_PRODUCT_OPS) || uses_bound_var(B, e))
     return product_at(B, e, idx);
   RaShape shape = ra_shape_of(ra_type(B, e));
+  RaVar *loop = B->loop_var; /* a product the same for every child: once per node */
+  if (loop_invariant(B, B->scope, e)) B->loop_var = NULL;
   RaOp *op = ra_new_op(B, "", &shape, e->span);
   RaExpr *vars[RA_MAX_RANK];
   RaVar **axes = ra_op_axes(B, op);
@@ -645,6 +689,7 @@ static RaExpr *lower_matmul(RaBuilder *B, const AstExpr *e, RaExpr **idx) {
   RaOp *used = ra_emit_unique(B, op);
   if (used == op) /* named in the order emitted: inner products first */
     op->name = ctx_arena_printf(B->arena, "%s.mm%d", B->fn->name, ++B->temps);
+  B->loop_var = loop;
   return read_op(B, used, idx, shape.rank);
 }
 
