@@ -140,6 +140,39 @@ bool ctx_params_fit(CtxSession *s, const char *path, const CtxrtWeights *w, CtxB
 #define CTX_REPL_USAGE "ctx repl [MODEL.ctx] [-s FILE.sched] [-D NAME=VALUE]... [--weights W] [--threads N]"
 int ctx_repl_option(int argc, char **argv, int *i, CtxOptions *o);
 int ctx_repl(CtxSession *s);
+/* A run's outputs (driver_output.c). A model's output is one tensor or a
+ * tuple whose fields lie side by side in each output row (RaProgram's
+ * out_nfields). ctx_output_nfields: how many fields (1 for a tensor);
+ * ctx_output_field: field [k]'s shape, its name in [*name] (the field's name,
+ * its position for an unnamed field of a tuple, "output" for an unnamed
+ * tensor; [buf] holds a made-up one) and its offset in the row in [*off]. */
+int ctx_output_nfields(const RaProgram *p);
+RaShape ctx_output_field(const RaProgram *p, int k, const char **name, long *off, char *buf,
+                         size_t bufsize);
+/* Writes [rows] output rows at [data] (doubles when [f64], else floats) to
+ * [path]: OUT.npz, one array per field; OUT.npy for a tensor; OUT.FIELD.npy
+ * per field of a tuple. An I/O failure is an error status with the message
+ * in [err]. */
+CtxrtStatus ctx_output_write(const char *path, const RaProgram *p, int64_t rows,
+                             const void *data, bool f64, CtxrtError *err);
+/* The summary's output lines: per field, its shape and [meaning], then at
+ * most [max_rows] rows of at most [values] values. */
+void ctx_output_summary(FILE *out, const RaProgram *p, int64_t rows, const double *data,
+                        const char *meaning, int max_rows, int values);
+/* ctx build: the per-field accessors of a tuple output, NAME_output_FIELD,
+ * NAME_output_FIELD_size and NAME_output_FIELD_offset, for the header [h]
+ * and the model source [c] of the library with prefix [name]; nothing for a
+ * tensor output. */
+void ctx_output_header_api(CtxBuf *h, const RaProgram *p, const char *name);
+void ctx_output_model_api(CtxBuf *c, const RaProgram *p, const char *name);
+
+/* An option [arg] that verb [verb] (usage line [usage], help text [help])
+ * does not take: a planned feature says so, a typo gets the closest option
+ * of the help text (driver_opts.c). Prints a usage error; returns
+ * CTX_EXIT_USAGE. */
+int ctx_unknown_option(const char *verb, const char *usage, const char *help, const char *arg);
+/* The same for a verb [name] that is none of [verbs]. */
+int ctx_unknown_verb(const char *name, const char *const *verbs, int nverbs);
 
 /* Prints `ctx: error: [fmt]` (with [arg]) and the usage line of [verb]
  * ([usage]; NULL: the general one) to stderr; returns CTX_EXIT_USAGE. */

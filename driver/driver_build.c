@@ -338,6 +338,7 @@ static void header_api(CtxBuf *h, const CtxBuild *b) {
                  "/* Floats per output row. */\nint64_t %s_output_size(void);\n\n"
                  "/* Frees [m]; NULL is allowed. */\nvoid %s_destroy(%s_model *m);\n\n",
                  n, n, n, n, n, n, n, n);
+  ctx_output_header_api(h, b->p, n);
   ctx_buf_printf(h, "/* Runs [m] on [threads] threads from its next run on; 0: the default\n"
                  " * (CTXRT_THREADS, else one per online core). %s_ERR_ARG when negative. */\n"
                  "int %s_set_threads(%s_model *m, int threads, char *err, size_t errlen);\n\n",
@@ -461,6 +462,7 @@ static void model_api(CtxBuf *c, const CtxBuild *b) {
                  "void %s_destroy(%s_model *m) { ctxrt_model_destroy((CtxrtModel *)m); }\n\n"
                  "const void *%s_descriptor(void) { return &%s_desc; }\n",
                  n, n, n, n, n, n);
+  ctx_output_model_api(c, b->p, n);
 }
 
 static void model_source(CtxBuf *c, const CtxBuild *b) {

@@ -332,7 +332,7 @@ static int parse_args(const Verb *v, int argc, char **argv, CtxOptions *o) {
       if (!parse_define(o, def))
         return usage_error(v, "-D needs NAME=VALUE with a positive integer, found '%s'", def);
     } else {
-      return usage_error(v, "unknown option '%s'", a);
+      return ctx_unknown_option(v->name, v->usage, v->options, a);
     }
   }
   if (o->nfiles == 0 && v->run != ctx_repl) return usage_error(v, "no input files%s", "");
@@ -353,7 +353,9 @@ int main(int argc, char **argv) {
   const Verb *v = NULL;
   for (int i = 0; i < NUM_VERBS; i++)
     if (strcmp(verbs[i].name, name) == 0) v = &verbs[i];
-  if (!v) return usage_error(NULL, "unknown verb '%s'", name);
+  const char *names[NUM_VERBS];
+  for (int i = 0; i < NUM_VERBS; i++) names[i] = verbs[i].name;
+  if (!v) return ctx_unknown_verb(name, names, NUM_VERBS);
 
   CtxSession s;
   ctx_session_init(&s, stdout, stderr);

@@ -431,16 +431,10 @@ static int load_weights(CtxRun *r) {
 
 /* ---- output ------------------------------------------------------------- */
 
+/* .npy or .npz, one array per field (driver_output.c). */
 static int write_npy(CtxRun *r) {
-  const RaShape *sh = &r->p->out_shape;
-  int64_t shape[RA_MAX_RANK + 1];
-  shape[0] = r->rows;
-  for (int d = 0; d < sh->rank; d++)
-    shape[d + 1] = sh->dims[d];
-  CtxrtDtype dtype = r->fout ? CTXRT_F32 : CTXRT_F64;
   const void *data = r->fout ? (const void *)r->fout : (const void *)r->out;
-  if (ctxrt_npy_write_file(r->o->output, dtype, data, sh->rank + 1, shape, &r->err))
-    return -1;
+  if (ctx_output_write(r->o->output, r->p, r->rows, data, !r->fout, &r->err)) return -1;
   return 0;
 }
 
@@ -468,23 +462,10 @@ static const char *row_meaning(const CtxRun *r) {
  *     ... (3 more rows)                                          */
 static void print_summary(const CtxRun *r, FILE *out) {
   const CtxrtForest *f = r->forest;
-  const RaShape *sh = &r->p->out_shape;
   fprintf(out, "model %s: %d %s%s, %d node%s from %s\n", r->p->name, (int)f->num_structs,
           ctxrt_kind_name(f->kind), f->num_structs == 1 ? "" : "s", (int)f->num_nodes,
           f->num_nodes == 1 ? "" : "s", base_name(f->name));
-  fprintf(out, "output [%" PRId64, r->rows);
-  for (int d = 0; d < sh->rank; d++)
-    fprintf(out, ", %ld", sh->dims[d]);
-  fprintf(out, "], %s:\n", row_meaning(r));
-  for (int64_t row = 0; row < r->rows && row < SUMMARY_ROWS; row++) {
-    fprintf(out, "  %" PRId64 ":", row);
-    for (long v = 0; v < sh->size && v < SUMMARY_VALUES; v++)
-      fprintf(out, " %.6g", r->out[row * sh->size + v]);
-    fputs(sh->size > SUMMARY_VALUES ? " ...\n" : "\n", out);
-  }
-  if (r->rows > SUMMARY_ROWS)
-    fprintf(out, "  ... (%" PRId64 " more row%s)\n", r->rows - SUMMARY_ROWS,
-            r->rows - SUMMARY_ROWS == 1 ? "" : "s");
+  ctx_output_summary(out, r->p, r->rows, r->out, row_meaning(r), SUMMARY_ROWS, SUMMARY_VALUES);
 }
 
 /*   ran: engine=jit threads=2 weights=seed:0 schedule=default output=summary

@@ -108,9 +108,9 @@ static const Schedule *load_schedule(CtxSession *s, const RaProgram *p) {
   }
   if (s->diag.errors > errors) return NULL;
   if (!cpu) {
-    CtxSpan none = {0, 0, 0, 0, 0};
-    ctx_diag_error(&s->diag, none, "%s: no cpu schedule for model '%s' (schedule %s for cpu "
-                   "{ ... })", path, p->name, p->name);
+    CtxSpan file = {f->file, 0, 0, 0, 0}; /* `path: error: ...` */
+    ctx_diag_error(&s->diag, file, "no cpu schedule for model '%s' (schedule %s for cpu "
+                   "{ ... })", p->name, p->name);
   }
   return cpu;
 }
@@ -148,10 +148,18 @@ static RaProgram *check_model(CtxSession *s, AstFile *f, int errors) {
   return p;
 }
 
-/* Checks the schedule blocks of [f] against the model [p]. */
+/* Checks the schedule blocks of [f] against the model [p]; a cpu schedule is
+ * also planned and applied to a kernel of its own, as `-s` does, so that a
+ * schedule given either way gets the same errors and warnings. */
 static void check_schedules(CtxSession *s, const AstFile *f, const RaProgram *p) {
-  for (int i = 0; i < f->nitems; i++)
-    if (f->items[i]->kind == AST_SCHEDULE) sched_check(s->arena, &s->diag, f->items[i], p);
+  for (int i = 0; i < f->nitems; i++) {
+    if (f->items[i]->kind != AST_SCHEDULE) continue;
+    Schedule *sch = sched_check(s->arena, &s->diag, f->items[i], p);
+    if (!sch || sch->target != SCHED_CPU) continue;
+    IlirKernel *k = ilir_lower(s->arena, &s->diag, p);
+    SchedPlan plan = sched_schedule_plan(&s->diag, sch, p->disabled);
+    if (k) sched_apply(s->arena, &s->diag, k, &plan);
+  }
 }
 
 int ctx_pipeline_check(CtxSession *s) {
@@ -182,8 +190,8 @@ RaProgram *ctx_pipeline_ra(CtxSession *s, const char *path) {
                             s->opts.ndefines);
   if (!m || !m->output_func || s->diag.errors) { /* a module has no output */
     if (!s->diag.errors) {
-      CtxSpan none = {0, 0, 0, 0, 0};
-      ctx_diag_error(&s->diag, none, "%s: no model to run", path);
+      CtxSpan file = {f->file, 0, 0, 0, 0};
+      ctx_diag_error(&s->diag, file, "no model to run");
     }
     return NULL;
   }

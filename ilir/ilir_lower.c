@@ -219,8 +219,20 @@ static IlirStmt *loop_nest(Lower *L, IlirVar **vars, const long *dims, int rank,
   return inner;
 }
 
-/* op[n, i, j, ...] = body */
-static IlirStmt *lower_op(Lower *L, const RaOp *op) {
+/* The body of an operator of a `for k in n.children` loop, `k < num_deps ?
+ * e : 0` with k its first axis (ra_op_body): e, or NULL for any other. */
+static const RaExpr *per_child_body(const RaOp *op) {
+  const RaExpr *b = op->body, *c = b->c;
+  if (op->shape.rank == 0 || b->kind != RA_SELECT || c->kind != RA_BINARY || c->op != RA_LT ||
+      c->a->kind != RA_VAR || c->a->var != op->vars[0] || c->b->kind != RA_NUM_DEPS ||
+      b->b->kind != RA_CONST || b->b->value != 0)
+    return NULL;
+  return b->a;
+}
+
+/* op[n, i, j, ...] = body. An operator of a for loop computes the rows of
+ * the node's children, k in [0, num_deps), and zeros the rest up to K. */
+static void lower_op(Lower *L, const RaOp *op, CtxVec *out) {
   IlirVar *vars[RA_MAX_RANK];
   IlirExpr *off = ilir_const_i(L->a, 0);
   for (int i = 0; i < op->shape.rank; i++) {
@@ -230,9 +242,28 @@ static IlirStmt *lower_op(Lower *L, const RaOp *op) {
                       ilir_var(L->a, vars[i]));
   }
   int buf = L->op_buf[L->fn - L->p->funcs][op->id];
-  IlirStmt *store = ilir_store(L->a, buf, row_index(L, node_var(L), op->shape.size, off),
-                               lower_f(L, op->body));
-  return loop_nest(L, vars, op->shape.dims, op->shape.rank, store);
+  IlirExpr *at = row_index(L, node_var(L), op->shape.size, off);
+  const RaExpr *child = per_child_body(op);
+  if (!child) {
+    ctx_vec_push(L->a, out, loop_nest(L, vars, op->shape.dims, op->shape.rank,
+                                      ilir_store(L->a, buf, at, lower_f(L, op->body))));
+    return;
+  }
+  IlirStmt *rows = loop_nest(L, vars + 1, op->shape.dims + 1, op->shape.rank - 1,
+                             ilir_store(L->a, buf, at, lower_f(L, child)));
+  IlirStmt *zeros = loop_nest(L, vars + 1, op->shape.dims + 1, op->shape.rank - 1,
+                              ilir_store(L->a, buf, at, ilir_const_f(L->a, 0)));
+  IlirExpr *k = ilir_load(L->a, L->k, L->k->num_deps_buf, node_var(L));
+  IlirExpr *most = ilir_const_i(L->a, op->shape.dims[0]);
+  for (int part = 0; part < 2; part++) {
+    CtxVec body = {0};
+    ctx_vec_push(L->a, &body, part ? zeros : rows);
+    IlirVar *v = part ? ilir_new_var(L->a, L->k, op->vars[0]->name) : vars[0];
+    IlirStmt *loop = ilir_loop(L->a, v, part ? k : ilir_const_i(L->a, 0), part ? most : k,
+                               ILIR_LOOP_SERIAL, to_block(body));
+    if (part) loop = ilir_subst_stmt(L->a, loop, vars[0], ilir_var(L->a, v));
+    ctx_vec_push(L->a, out, loop);
+  }
 }
 
 /* result[n, field k] = results[k][n, ...] for every field. */
@@ -280,7 +311,7 @@ static void lower_stmts(Lower *L, RaStmt *const *stmts, int n, CtxVec *out) {
   for (int i = 0; i < n; i++) {
     const RaStmt *s = stmts[i];
     if (s->kind == RA_STMT_OP) {
-      ctx_vec_push(L->a, out, lower_op(L, s->op));
+      lower_op(L, s->op, out);
     } else if (s->kind == RA_STMT_RETURN) {
       lower_return(L, s, out);
       return;

@@ -8,11 +8,16 @@ the zoo does not (operators that do not depend on the node, schedules, ...).
 For each model, each `# gen: SPEC` line in it and each configuration below
 (and `-s S` for each schedule S named MODEL.*.sched beside it), runs
 
-    ctx run MODEL --gen SPEC --all-nodes --output OUT.npy [CONFIG]
+    ctx run MODEL --gen SPEC --all-nodes --output OUT.npz [CONFIG]
 
-and compares every node's output with the interpreter's (`--interp`):
-|got - ref| <= atol + rtol * |ref| (docs/testing.md's float32 tolerances).
-Prints one line per case and `N passed, N failed`; exits 1 on a failure.
+and compares every node's output, every field of a tuple output, with the
+interpreter's (`--interp`): |got - ref| <= atol + rtol * |ref|
+(docs/testing.md's float32 tolerances). A `# same-as: OTHER.ctx [FLAGS]` line
+(OTHER relative to the source tree) says that the model computes what OTHER
+does: the interpreter's outputs of both must agree to 1e-9 on every spec. A
+model with a tuple output is also written with `--output OUT.npy` once, which
+must give OUT.FIELD.npy per field with the .npz's arrays. Prints one line per
+case and `N passed, N failed`; exits 1 on a failure.
 
     engines.py --ctx PATH/TO/ctx [MODEL.ctx ...]
 """
@@ -43,9 +48,13 @@ EXAMPLES = [
 ]
 
 
-def gen_specs(path):
+def directive(path, name):
     with open(path) as f:
-        return [line.split(":", 1)[1].strip() for line in f if line.startswith("# gen:")]
+        return [line.split(":", 1)[1].strip() for line in f if line.startswith(name)]
+
+
+def gen_specs(path):
+    return directive(path, "# gen:")
 
 
 def run(ctx, model, spec, extra, out):
@@ -53,7 +62,50 @@ def run(ctx, model, spec, extra, out):
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     if r.returncode != 0:
         raise RuntimeError("%s: exit %d\n%s" % (" ".join(cmd), r.returncode, r.stderr))
-    return np.load(out)
+    if not out.endswith(".npz"):
+        return np.load(out) if os.path.exists(out) else None
+    with np.load(out) as z:
+        return {k: z[k] for k in z.files}
+
+
+def compare(got, ref, rtol, atol):
+    """'' when the arrays of [got] match those of [ref], else why not."""
+    if sorted(got) != sorted(ref):
+        return "arrays %s, want %s" % (sorted(got), sorted(ref))
+    for k in ref:
+        if got[k].shape != ref[k].shape:
+            return "%s: shape %s, want %s" % (k, got[k].shape, ref[k].shape)
+        if not np.allclose(got[k], ref[k], rtol=rtol, atol=atol, equal_nan=True):
+            return "%s: max |diff| %g" % (k, float(np.max(np.abs(got[k] - ref[k]))))
+    return ""
+
+
+def extra_checks(ctx, model, spec, ref, tmp):
+    """The `# same-as:` models and, for a tuple output, OUT.FIELD.npy: a list
+    of (name, why) with why '' on success."""
+    root = os.path.dirname(HERE)
+    results = []
+    for line in directive(model, "# same-as:"):
+        words = line.split()
+        other = os.path.join(root, words[0])
+        name = "%s %s same as %s" % (os.path.basename(model), spec, words[0])
+        try:
+            want = run(ctx, other, spec, words[1:] + ["--interp"], os.path.join(tmp, "o.npz"))
+            why = compare(ref, want, 1e-9, 1e-9)
+        except RuntimeError as e:
+            why = str(e)
+        results.append((name, why))
+    if len(ref) > 1:
+        name = "%s %s --output OUT.npy" % (os.path.basename(model), spec)
+        stem = os.path.join(tmp, "split")
+        try:
+            if run(ctx, model, spec, ["--interp"], stem + ".npy") is not None:
+                raise RuntimeError("a tuple output written to %s.npy" % stem)
+            why = compare({k: np.load("%s.%s.npy" % (stem, k)) for k in ref}, ref, 0, 0)
+        except (RuntimeError, OSError) as e:
+            why = str(e)
+        results.append((name, why))
+    return results
 
 
 def main():
@@ -79,29 +131,27 @@ def main():
                           [["-s", os.path.join(root, x)] for x in scheds]))
     passed = failed = 0
     with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "out.npy")
+        out = os.path.join(tmp, "out.npz")
         for model, dims, spec, configs in cases:
             if spec is None:
                 print("FAIL %s: no `# gen:` line" % model)
                 failed += 1
                 continue
             ref = run(a.ctx, model, spec, dims + ["--interp"], out)
+            checks = extra_checks(a.ctx, model, spec, ref, tmp)
             for extra in configs:
                 extra = dims + extra
                 name = "%s %s %s" % (os.path.basename(model), spec,
                                      " ".join(os.path.basename(x) for x in extra))
                 try:
-                    got = run(a.ctx, model, spec, extra, out)
-                    ok = got.shape == ref.shape and np.allclose(
-                        got, ref, rtol=a.rtol, atol=a.atol, equal_nan=True)
-                    why = "" if ok else "max |diff| %g" % float(
-                        np.max(np.abs(got - ref))) if got.shape == ref.shape else \
-                        "shape %s, want %s" % (got.shape, ref.shape)
+                    why = compare(run(a.ctx, model, spec, extra, out), ref, a.rtol, a.atol)
                 except RuntimeError as e:
-                    ok, why = False, str(e)
-                print("%s %s%s" % ("ok  " if ok else "FAIL", name, "" if ok else ": " + why))
-                passed += ok
-                failed += not ok
+                    why = str(e)
+                checks.append((name, why))
+            for name, why in checks:
+                print("%s %s%s" % ("FAIL" if why else "ok  ", name, ": " + why if why else ""))
+                passed += not why
+                failed += bool(why)
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 

@@ -152,6 +152,10 @@ typedef struct {
   int nfuncs;
   int out_func, out_field; /* output: funcs[out_func] field out_field at roots */
   RaShape out_shape;
+  int out_nfields;          /* 1; or a tuple output: all out_nfields fields of
+                               funcs[out_func] from out_field 0 on, one row of
+                               out_shape = [sum of their sizes] (grep tag:
+                               TUPLE-OUTPUT) */
   unsigned disabled;        /* RA_OPT_* turned off (ILIR reads it too) */
 } RaProgram;
 

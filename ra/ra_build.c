@@ -18,12 +18,47 @@ RaOp *ra_new_op(RaBuilder *B, const char *name, const RaShape *shape, CtxSpan sp
   op->id = B->ops.len;
   op->shape = *shape;
   op->span = span;
-  op->vars = CTX_NEW_ARRAY(B->arena, RaVar *, shape->rank);
+  int first = B->loop_var ? 1 : 0; /* inside a for loop: the child axis first */
+  if (first) {
+    memmove(op->shape.dims + 1, op->shape.dims, sizeof(long) * (size_t)shape->rank);
+    op->shape.dims[0] = B->loop_var->extent;
+    op->shape.rank++;
+    op->shape.size *= B->loop_var->extent;
+  }
+  op->vars = CTX_NEW_ARRAY(B->arena, RaVar *, op->shape.rank);
+  if (first) op->vars[0] = B->loop_var;
   static const char *const axis[RA_MAX_RANK] = {"i", "j", "i2", "i3", "i4", "i5", "i6", "i7"};
   for (int i = 0; i < shape->rank; i++)
-    op->vars[i] = ra_new_var(B, axis[i], shape->dims[i], false);
+    op->vars[first + i] = ra_new_var(B, axis[i], shape->dims[i], false);
   ctx_vec_push(B->arena, &B->ops, op);
   return op;
+}
+
+RaVar **ra_op_axes(const RaBuilder *B, RaOp *op) {
+  return op->vars + (ra_per_child(B, op) ? 1 : 0);
+}
+
+bool ra_per_child(const RaBuilder *B, const RaOp *op) {
+  return B->loop_var && op->shape.rank > 0 && op->vars[0] == B->loop_var;
+}
+
+void ra_op_body(RaBuilder *B, RaOp *op, RaExpr *body) {
+  if (!ra_per_child(B, op)) {
+    op->body = body;
+    return;
+  }
+  RaExpr *sel = CTX_NEW(B->arena, RaExpr), *lt = CTX_NEW(B->arena, RaExpr);
+  RaExpr *deps = CTX_NEW(B->arena, RaExpr);
+  deps->kind = RA_NUM_DEPS;
+  lt->kind = RA_BINARY;
+  lt->op = RA_LT;
+  lt->a = ra_var_ref(B, B->loop_var);
+  lt->b = deps;
+  sel->kind = RA_SELECT;
+  sel->c = lt;
+  sel->a = body;
+  sel->b = ra_const(B, 0);
+  op->body = sel;
 }
 
 void ra_emit_op(RaBuilder *B, RaOp *op) {
@@ -43,8 +78,9 @@ RaOp *ra_materialize(RaBuilder *B, const char *name, const AstExpr *e, int field
   RaShape shape = ra_shape_of(t);
   RaOp *op = ra_new_op(B, name, &shape, e->span);
   RaExpr *idx[RA_MAX_RANK];
-  for (int i = 0; i < shape.rank; i++) idx[i] = ra_var_ref(B, op->vars[i]);
-  op->body = field < 0 ? ra_lower(B, e, idx) : ra_lower_field(B, e, field, idx);
+  RaVar **axes = ra_op_axes(B, op);
+  for (int i = 0; i < shape.rank; i++) idx[i] = ra_var_ref(B, axes[i]);
+  ra_op_body(B, op, field < 0 ? ra_lower(B, e, idx) : ra_lower_field(B, e, field, idx));
   return ra_emit_unique(B, op);
 }
 
@@ -53,8 +89,8 @@ static void bind_op(RaBuilder *B, const char *name, RaOp *op) {
   B->scope->op = op;
 }
 
-/* let y[i, j] = body */
-static void lower_index_let(RaBuilder *B, const AstStmt *s) {
+/* let y[i, j] = body, as an operator [name] lowered in B->scope. */
+RaOp *ra_index_let_op(RaBuilder *B, const char *name, const AstStmt *s, bool unique) {
   RaShape shape;
   memset(&shape, 0, sizeof shape);
   shape.rank = s->u.let.nidx;
@@ -63,17 +99,23 @@ static void lower_index_let(RaBuilder *B, const AstStmt *s) {
     shape.dims[i] = sema_extent_of(B->m, &s->u.let.idx[i]);
     shape.size *= shape.dims[i];
   }
-  RaOp *op = ra_new_op(B, s->u.let.names[0].id, &shape, s->span);
+  RaOp *op = ra_new_op(B, name, &shape, s->span);
   RaBinding *saved = B->scope;
+  RaVar **axes = ra_op_axes(B, op);
   for (int i = 0; i < shape.rank; i++) {
-    op->vars[i]->name = s->u.let.idx[i].id;
+    axes[i]->name = s->u.let.idx[i].id;
     B->scope = ra_bind(B, B->scope, s->u.let.idx[i].id, B_VAR);
-    B->scope->var = op->vars[i];
+    B->scope->var = axes[i];
   }
-  op->body = ra_lower(B, s->u.let.value, NULL);
+  ra_op_body(B, op, ra_lower(B, s->u.let.value, NULL));
   B->scope = saved;
+  if (unique) return ra_emit_unique(B, op);
   ra_emit_op(B, op);
-  bind_op(B, s->u.let.names[0].id, op);
+  return op;
+}
+
+static void lower_index_let(RaBuilder *B, const AstStmt *s) {
+  bind_op(B, s->u.let.names[0].id, ra_index_let_op(B, s->u.let.names[0].id, s, false));
 }
 
 /* let (a, b) = value: fields of a recursive call are bound, not copied. */
@@ -100,6 +142,9 @@ static void lower_destructure(RaBuilder *B, const AstStmt *s) {
 }
 
 static void lower_block(RaBuilder *B, const AstBlock *b, CtxVec *out);
+static void lower_for(RaBuilder *B, const AstStmt *s);
+static void copy_loop_fields(RaBuilder *B, RaBinding *start, CtxSpan span);
+static void drop_unread_copies(RaBuilder *B, RaFunc *fn);
 
 static void lower_return(RaBuilder *B, const AstStmt *s) {
   RaFunc *fn = B->fn;
@@ -169,12 +214,94 @@ static void lower_stmt(RaBuilder *B, const AstStmt *s) {
     break;
   case AST_IF: lower_if(B, s); break;
   case AST_RETURN: lower_return(B, s); break;
-  case AST_FOR:
-    ctx_diag_error(B->diag, s->span, "'for' loops are not supported yet; write the "
-                   "reduction as sum(k in n.children) ...");
-    B->failed = true;
-    break;
+  case AST_FOR: lower_for(B, s); break;
   }
+}
+
+/* for k in n.children { lets }: every operator made in the body has the
+ * child axis k [0, K) first, zeros where k >= the node's number of
+ * dependencies (ra_op_body); its let's name stays bound after the loop,
+ * where sema gave it that axis too. */
+static void lower_for(RaBuilder *B, const AstStmt *s) {
+  RaVar *k = ra_new_var(B, s->u.for_.var.id, B->p->max_arity, false);
+  B->scope = ra_bind(B, B->scope, s->u.for_.var.id, B_VAR);
+  B->scope->var = k;
+  RaBinding *start = B->scope;
+  B->loop_var = k;
+  for (int i = 0; i < s->u.for_.body.n && !B->failed; i++) {
+    const AstStmt *st = s->u.for_.body.stmts[i];
+    if (st->kind == AST_LET) lower_stmt(B, st); /* sema allows no return, no nested for */
+    else ra_unsupported(B, st->span, "an 'if' inside a 'for' loop");
+  }
+  copy_loop_fields(B, start, s->span);
+  B->loop_var = NULL;
+}
+
+/* The fields of recursive calls a for loop's body destructured (`let (hk,
+ * ck) = cell(n.child[k])`), read in place inside the loop, as operators
+ * [K, ...] for the code after it (at [span], the loop); build_func drops
+ * those it does not read. */
+static void copy_loop_fields(RaBuilder *B, RaBinding *start, CtxSpan span) {
+  for (RaBinding *b = B->scope; b && b != start; b = b->next) {
+    if (b->kind != B_REC) continue;
+    RaShape field = B->p->funcs[b->index].fields[b->field];
+    RaOp *op = ra_new_op(B, b->name, &field, span);
+    RaExpr *r = CTX_NEW(B->arena, RaExpr), **idx = CTX_NEW_ARRAY(B->arena, RaExpr *, field.rank);
+    RaVar **axes = ra_op_axes(B, op);
+    for (int i = 0; i < field.rank; i++) idx[i] = ra_var_ref(B, axes[i]);
+    *r = (RaExpr){.kind = RA_READ, .src = RA_SRC_REC, .index = b->index, .field = b->field,
+                  .dep = b->dep, .idx = idx, .nidx = field.rank};
+    ra_op_body(B, op, r);
+    ra_emit_op(B, op);
+    ctx_vec_push(B->arena, &B->loop_copies, op);
+    bind_op(B, b->name, op);
+  }
+}
+
+/* ---- dropping the unread copies of copy_loop_fields ------------------------------- */
+
+static void mark_reads(const RaExpr *e, bool *read) {
+  if (!e) return;
+  if (e->kind == RA_READ && e->src == RA_SRC_OP) read[e->index] = true;
+  mark_reads(e->a, read), mark_reads(e->b, read), mark_reads(e->c, read);
+  mark_reads(e->dep, read);
+  for (int i = 0; e->kind == RA_READ && i < e->nidx; i++) mark_reads(e->idx[i], read);
+}
+
+static void mark_block(const RaFunc *fn, const RaBlock *b, bool *read) {
+  for (int i = 0; i < b->n; i++) {
+    const RaStmt *s = b->stmts[i];
+    if (s->kind == RA_STMT_OP) mark_reads(s->op->body, read);
+    if (s->kind == RA_STMT_IF) {
+      mark_reads(s->cond, read);
+      mark_block(fn, &s->then, read);
+      mark_block(fn, &s->els, read);
+    }
+    for (int k = 0; s->kind == RA_STMT_RETURN && k < fn->nfields; k++)
+      read[s->results[k]->id] = true;
+  }
+}
+
+static void drop_unread(RaBlock *b, const bool *drop) {
+  int n = 0;
+  for (int i = 0; i < b->n; i++) {
+    RaStmt *s = b->stmts[i];
+    if (s->kind == RA_STMT_IF) drop_unread(&s->then, drop), drop_unread(&s->els, drop);
+    if (s->kind != RA_STMT_OP || !drop[s->op->id]) b->stmts[n++] = s;
+  }
+  b->n = n;
+}
+
+static void drop_unread_copies(RaBuilder *B, RaFunc *fn) {
+  if (!B->loop_copies.len) return;
+  bool *read = CTX_NEW_ARRAY(B->arena, bool, fn->nops + 1);
+  bool *drop = CTX_NEW_ARRAY(B->arena, bool, fn->nops + 1);
+  mark_block(fn, &fn->body, read);
+  for (int i = 0; i < B->loop_copies.len; i++) {
+    const RaOp *op = B->loop_copies.items[i];
+    drop[op->id] = !read[op->id];
+  }
+  drop_unread(&fn->body, drop);
 }
 
 /* Lowers [b] into [out]; names bound inside stay inside. */
@@ -247,12 +374,14 @@ static void build_func(RaBuilder *B, RaFunc *fn, const AstItem *item) {
   B->fn = fn;
   B->temps = 0;
   B->in_leaf = false;
+  memset(&B->loop_copies, 0, sizeof B->loop_copies);
   B->scope = ra_bind(B, B->globals, item->params[0].name, B_NODE);
   CtxVec body = {0};
   lower_block(B, &item->body, &body);
   fn->body = to_block(body);
   fn->ops = (RaOp **)B->ops.items;
   fn->nops = B->ops.len;
+  drop_unread_copies(B, fn);
 }
 
 /* output f(root(t)) or f(root(t)).field */
@@ -271,6 +400,14 @@ static void build_output(RaBuilder *B) {
       if (p->funcs[i].field_names[k] && strcmp(p->funcs[i].field_names[k], field) == 0)
         p->out_field = k;
     p->out_shape = p->funcs[i].fields[p->out_field];
+    p->out_nfields = 1;
+    if (!field && p->funcs[i].nfields > 1) { /* the whole tuple, fields side by side */
+      p->out_nfields = p->funcs[i].nfields;
+      memset(&p->out_shape, 0, sizeof p->out_shape);
+      p->out_shape.rank = 1;
+      for (int k = 0; k < p->out_nfields; k++) p->out_shape.dims[0] += p->funcs[i].fields[k].size;
+      p->out_shape.size = p->out_shape.dims[0];
+    }
     return;
   }
   CTX_ICE(B->diag, "output function '%s' not found", e->u.call.callee);

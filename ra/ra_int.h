@@ -15,7 +15,10 @@ typedef enum {
   B_NODE,   /* the node parameter of the rec function */
   B_EXPR,   /* an expression lowered where it is used, in scope [scope]: a def's
                argument or a def's local */
-  B_FIELD   /* field [field] of the tuple-valued expression [expr] in [scope] */
+  B_FIELD,  /* field [field] of the tuple-valued expression [expr] in [scope] */
+  B_IXLET,  /* a def's index-form `let y[i, j] = ...` [stmt], lowered where it is
+               used with its index names standing for the use's indices */
+  B_SUBST   /* an index name of a B_IXLET: the already lowered [value] */
 } RaBindKind;
 
 typedef struct RaBinding RaBinding;
@@ -28,6 +31,8 @@ struct RaBinding {
   RaVar *var;
   long value;
   const AstExpr *expr;
+  const AstStmt *stmt; /* B_IXLET */
+  RaExpr *subst;       /* B_SUBST */
   RaBinding *scope;
   RaBinding *next;
 };
@@ -43,6 +48,10 @@ typedef struct {
   CtxVec ops;         /* its operators */
   CtxVec *block;      /* statements of the block being lowered */
   bool in_leaf;       /* inside the then-branch of `if leaf(n)` */
+  RaVar *loop_var;    /* inside `for k in n.children`: k, every new operator's
+                         first axis (ra_new_op); NULL elsewhere */
+  CtxVec loop_copies; /* operators copying destructured fields out of a loop */
+  bool probe_loop;    /* ra_lower.c: asking whether an expression uses the loop */
   int temps;          /* generated names */
   CtxVec def_sigs;    /* pairs: a def's AstItem, its argument shapes (a string) */
   bool failed;
@@ -59,12 +68,25 @@ RaExpr *ra_const(RaBuilder *B, double v);
 RaExpr *ra_var_ref(RaBuilder *B, RaVar *v);
 RaVar *ra_new_var(RaBuilder *B, const char *name, long extent, bool over_deps);
 RaBinding *ra_bind(RaBuilder *B, RaBinding *up, const char *name, RaBindKind kind);
-/* A new operator of [shape] whose body [make] lowers at its axis variables. */
+/* A new operator of [shape] (with the for loop's child axis in front, inside
+ * a for loop). Its body goes in with ra_op_body. */
 RaOp *ra_new_op(RaBuilder *B, const char *name, const RaShape *shape, CtxSpan span);
+/* Is [op] an operator of the for loop being lowered (its first axis the
+ * loop's k)? Reads of it there index it by k first. */
+bool ra_per_child(const RaBuilder *B, const RaOp *op);
+/* The axis variables of [op] that [shape] of ra_new_op described (without
+ * the child axis). */
+RaVar **ra_op_axes(const RaBuilder *B, RaOp *op);
+/* Sets [op]'s body: [body], or for an operator of a for loop `k < num_deps ?
+ * body : 0`, so that the rows of children a node lacks are zeros. */
+void ra_op_body(RaBuilder *B, RaOp *op, RaExpr *body);
 /* Emits an operator [name] holding [e] (or field [field] of the tuple [e],
  * when [field] >= 0) of type [t] at every index, lowered in B->scope. */
 RaOp *ra_materialize(RaBuilder *B, const char *name, const AstExpr *e, int field,
                      const SemaType *t);
+/* The operator [name] of the index-form let [s] (`let y[i, j] = body`),
+ * lowered in B->scope and emitted ([unique]: as ra_emit_unique does). */
+RaOp *ra_index_let_op(RaBuilder *B, const char *name, const AstStmt *s, bool unique);
 /* Appends [op] as a statement of the current block. */
 void ra_emit_op(RaBuilder *B, RaOp *op);
 /* The same, unless an operator of the current block already computes what

@@ -70,6 +70,16 @@ static RaExpr *read(RaBuilder *B, RaSrcKind src, int index, RaExpr **idx, int n)
   return e;
 }
 
+/* A read of operator [op] at [idx] ([n] entries); an operator of the for
+ * loop being lowered is read at the loop's k first. */
+static RaExpr *read_op(RaBuilder *B, RaOp *op, RaExpr **idx, int n) {
+  if (!ra_per_child(B, op)) return read(B, RA_SRC_OP, op->id, idx, n);
+  RaExpr *full[RA_MAX_RANK];
+  full[0] = ra_var_ref(B, B->loop_var);
+  if (n) memcpy(full + 1, idx, sizeof(RaExpr *) * (size_t)n);
+  return read(B, RA_SRC_OP, op->id, full, n + 1);
+}
+
 RaVar *ra_new_var(RaBuilder *B, const char *name, long extent, bool over_deps) {
   RaVar *v = CTX_NEW(B->arena, RaVar);
   v->name = name;
@@ -149,7 +159,7 @@ static RaExpr *lower_name(RaBuilder *B, const AstExpr *e, RaExpr **idx) {
     return failed(B);
   }
   switch (b->kind) {
-  case B_OP: return read(B, RA_SRC_OP, b->op->id, idx, n);
+  case B_OP: return read_op(B, b->op, idx, n);
   case B_PARAM: return read(B, RA_SRC_PARAM, b->index, idx, n);
   case B_VAR: return ra_var_ref(B, b->var);
   case B_CONST: return ra_const(B, (double)b->value);
@@ -161,6 +171,15 @@ static RaExpr *lower_name(RaBuilder *B, const AstExpr *e, RaExpr **idx) {
   }
   case B_EXPR: return lower_in(B, b->scope, b->expr, -1, idx);
   case B_FIELD: return lower_in(B, b->scope, b->expr, b->field, idx);
+  case B_SUBST: return b->subst;
+  case B_IXLET: { /* y at idx: the let's body with its index names bound to idx */
+    RaBinding *env = b->scope;
+    for (int i = 0; i < b->stmt->u.let.nidx; i++) {
+      env = ra_bind(B, env, b->stmt->u.let.idx[i].id, B_SUBST);
+      env->subst = idx[i];
+    }
+    return lower_in(B, env, b->stmt->u.let.value, -1, NULL);
+  }
   default: break;
   }
   ra_unsupported(B, e->span, "using this name as a value");
@@ -245,6 +264,7 @@ static bool same_shapes_as_before(RaBuilder *B, const AstItem *def, const AstExp
 }
 
 static bool uses_bound_var_in(RaBuilder *B, RaBinding *scope, const AstExpr *e);
+static bool loop_invariant(RaBuilder *B, RaBinding *scope, const AstExpr *e);
 
 /* Binds [name] in [env] to [value] (lowered in [scope]): an operator of its
  * own when [compute] and it reads no variable bound around it, so that an
@@ -256,10 +276,13 @@ static RaBinding *def_local(RaBuilder *B, RaBinding *env, const AstItem *def,
   const SemaType *t = sema_type_of(B->m, value);
   if (compute && t && t->kind == SEMA_TENSOR && !uses_bound_var_in(B, scope, value)) {
     RaBinding *saved = B->scope;
+    RaVar *loop = B->loop_var; /* the same for every child: once per node */
+    if (loop_invariant(B, scope, value)) B->loop_var = NULL;
     B->scope = scope;
     const char *opname = ctx_arena_printf(B->arena, "%s.%s", def->name.id, name);
     RaOp *op = ra_materialize(B, opname, value, -1, t);
     B->scope = saved;
+    B->loop_var = loop;
     env = ra_bind(B, env, name, B_OP);
     env->op = op;
     return env;
@@ -267,6 +290,30 @@ static RaBinding *def_local(RaBuilder *B, RaBinding *env, const AstItem *def,
   env = ra_bind(B, env, name, B_EXPR);
   env->expr = value;
   env->scope = scope;
+  return env;
+}
+
+/* A def's `let y[i, j] = body` [s] in [env]: an operator `DEF.y` when the
+ * body reads no variable bound around the call (its own index names aside),
+ * as ra_build's index-form lets are; otherwise an expression lowered where y
+ * is used (B_IXLET), its index names bound to the use's indices. */
+static RaBinding *def_index_let(RaBuilder *B, RaBinding *env, const AstItem *def,
+                                const AstStmt *s) {
+  const char *name = s->u.let.names[0].id;
+  RaBinding *own = env;
+  for (int i = 0; i < s->u.let.nidx; i++) own = ra_bind(B, own, s->u.let.idx[i].id, B_CONST);
+  if (uses_bound_var_in(B, own, s->u.let.value)) {
+    env = ra_bind(B, env, name, B_IXLET);
+    env->stmt = s;
+    env->scope = env->next;
+    return env;
+  }
+  RaBinding *saved = B->scope;
+  B->scope = env;
+  RaOp *op = ra_index_let_op(B, ctx_arena_printf(B->arena, "%s.%s", def->name.id, name), s, true);
+  B->scope = saved;
+  env = ra_bind(B, env, name, B_OP);
+  env->op = op;
   return env;
 }
 
@@ -291,9 +338,13 @@ static const AstExpr *inline_def(RaBuilder *B, const AstItem *def, const AstExpr
       *scope = env;
       return s->u.ret.value;
     }
-    if (s->kind != AST_LET || s->u.let.nidx) {
+    if (s->kind != AST_LET) {
       ra_unsupported(B, s->span, "this statement in a def");
       return NULL;
+    }
+    if (s->u.let.nidx) {
+      env = def_index_let(B, env, def, s);
+      continue;
     }
     if (!s->u.let.destructure) {
       env = def_local(B, env, def, s->u.let.names[0].id, s->u.let.value, env, true);
@@ -435,12 +486,50 @@ static bool any_bound(RaBuilder *B, AstExpr *const *es, int n) {
   return false;
 }
 
+/* Does [e] read variable [v]? */
+static bool expr_uses_var(const RaExpr *e, const RaVar *v) {
+  if (!e) return false;
+  if ((e->kind == RA_VAR || e->kind == RA_REDUCE) && e->var == v) return true;
+  if (expr_uses_var(e->a, v) || expr_uses_var(e->b, v) || expr_uses_var(e->c, v) ||
+      expr_uses_var(e->dep, v))
+    return true;
+  for (int i = 0; e->kind == RA_READ && i < e->nidx; i++)
+    if (expr_uses_var(e->idx[i], v)) return true;
+  return false;
+}
+
+/* With B->probe_loop, uses_bound_var asks instead whether a name depends on
+ * the for loop's child variable: k itself, an operator of the loop, a field
+ * of a recursive call at n.child[k]. */
+static bool name_uses_loop(RaBuilder *B, const RaBinding *b) {
+  switch (b->kind) {
+  case B_VAR: return b->var == B->loop_var;
+  case B_OP: return ra_per_child(B, b->op);
+  case B_REC: return expr_uses_var(b->dep, B->loop_var);
+  case B_SUBST: return expr_uses_var(b->subst, B->loop_var);
+  case B_IXLET: return true; /* not looked into: as if it did */
+  case B_EXPR: case B_FIELD: return uses_bound_var_in(B, b->scope, b->expr);
+  default: return false;
+  }
+}
+
+/* Inside a for loop, is [e] (in [scope]) the same for every child slot? Then
+ * an operator made for it needs no child axis. */
+static bool loop_invariant(RaBuilder *B, RaBinding *scope, const AstExpr *e) {
+  if (!B->loop_var) return false;
+  B->probe_loop = true;
+  bool uses = uses_bound_var_in(B, scope, e);
+  B->probe_loop = false;
+  return !uses;
+}
+
 static bool uses_bound_var(RaBuilder *B, const AstExpr *e) {
   switch (e->kind) {
   case AST_NAME: {
     RaBinding *b = lookup(B, e->u.name.id);
     if (!b) return false;
-    if (b->kind == B_VAR) return true;
+    if (B->probe_loop) return name_uses_loop(B, b);
+    if (b->kind == B_VAR || b->kind == B_SUBST || b->kind == B_IXLET) return true;
     if (b->kind == B_EXPR || b->kind == B_FIELD) return uses_bound_var_in(B, b->scope, b->expr);
     return false;
   }
@@ -563,7 +652,8 @@ static RaOp *earlier_equal_op(const RaBuilder *B, const RaOp *op) {
   for (int i = 0; i < B->block->len; i++) {
     const RaStmt *s = B->block->items[i];
     const RaOp *o = s->kind == RA_STMT_OP ? s->op : NULL;
-    if (!o || o->shape.rank != op->shape.rank) continue;
+    if (!o || o->shape.rank != op->shape.rank || ra_per_child(B, o) != ra_per_child(B, op))
+      continue;
     VarPairs vp = {{0}, {0}, op->shape.rank};
     bool same = true;
     for (int k = 0; k < op->shape.rank && same; k++) {
@@ -591,14 +681,18 @@ static RaExpr *lower_matmul(RaBuilder *B, const AstExpr *e, RaExpr **idx) {
   if ((B->p->disabled & RA_OPT_PRODUCT_OPS) || uses_bound_var(B, e))
     return product_at(B, e, idx);
   RaShape shape = ra_shape_of(ra_type(B, e));
+  RaVar *loop = B->loop_var; /* a product the same for every child: once per node */
+  if (loop_invariant(B, B->scope, e)) B->loop_var = NULL;
   RaOp *op = ra_new_op(B, "", &shape, e->span);
   RaExpr *vars[RA_MAX_RANK];
-  for (int i = 0; i < shape.rank; i++) vars[i] = ra_var_ref(B, op->vars[i]);
-  op->body = product_at(B, e, vars);
+  RaVar **axes = ra_op_axes(B, op);
+  for (int i = 0; i < shape.rank; i++) vars[i] = ra_var_ref(B, axes[i]);
+  ra_op_body(B, op, product_at(B, e, vars));
   RaOp *used = ra_emit_unique(B, op);
   if (used == op) /* named in the order emitted: inner products first */
     op->name = ctx_arena_printf(B->arena, "%s.mm%d", B->fn->name, ++B->temps);
-  return read(B, RA_SRC_OP, used->id, idx, shape.rank);
+  B->loop_var = loop;
+  return read_op(B, used, idx, shape.rank);
 }
 
 static RaExpr *lower_reduce(RaBuilder *B, const AstExpr *e, RaExpr **idx) {

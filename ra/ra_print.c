@@ -175,7 +175,8 @@ void ra_print(CtxBuf *out, const RaProgram *p) {
   }
   const RaFunc *of = &p->funcs[p->out_func];
   ctx_buf_printf(out, "\noutput %s", of->name);
-  if (of->field_names[p->out_field]) ctx_buf_printf(out, ".%s", of->field_names[p->out_field]);
+  if (p->out_nfields == 1 && of->field_names[p->out_field])
+    ctx_buf_printf(out, ".%s", of->field_names[p->out_field]);
   ctx_buf_puts(out, " at each root\n");
 }
 

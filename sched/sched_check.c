@@ -58,9 +58,31 @@ static const RaOp *find_op(const Check *c, const char *name) {
   return NULL;
 }
 
+/* "g, f0, f1 and c": the operators of the model, for messages (the first
+ * 24; `ctx check --dump=ra` shows them all). */
+static const char *op_list(const Check *c) {
+  CtxBuf b;
+  ctx_buf_init(&b);
+  CtxVec names = {0}; /* each name once: a leaf branch repeats the others' */
+  for (int f = 0; f < c->p->nfuncs; f++)
+    for (int o = 0; o < c->p->funcs[f].nops; o++) {
+      const char *name = c->p->funcs[f].ops[o]->name;
+      bool seen = false;
+      for (int i = 0; i < names.len && !seen; i++) seen = strcmp(names.items[i], name) == 0;
+      if (!seen) ctx_vec_push(c->a, &names, (void *)name);
+    }
+  for (int i = 0; i < names.len && i < 24; i++)
+    ctx_buf_printf(&b, "%s%s", i == 0 ? "" : i + 1 == names.len ? " and " : ", ",
+                   (const char *)names.items[i]);
+  if (names.len > 24) ctx_buf_printf(&b, " and %d more", names.len - 24);
+  const char *r = ctx_arena_strdup(c->a, ctx_buf_str(&b));
+  ctx_buf_free(&b);
+  return r;
+}
+
 /* Reports an unknown operator with the closest operator's definition. */
 static void unknown_op(Check *c, const char *name, CtxSpan span) {
-  bad(c, span, "unknown operator '%s'", name);
+  bad(c, span, "unknown operator '%s' (the operators: %s)", name, op_list(c));
   const RaOp *best = NULL;
   int dist = 3;
   for (int f = 0; f < c->p->nfuncs; f++)
@@ -98,6 +120,17 @@ static void take_axis(Check *c, const AstSchedArg *a) {
   for (int f = 0; !op && !found && f < c->p->nfuncs; f++)
     for (int o = 0; !found && o < c->p->funcs[f].nops; o++)
       found = has_axis(c, c->p->funcs[f].ops[o], a->name);
+  if (!found && op) {
+    CtxBuf b; /* node, the operator's index variables, the halves made so far */
+    ctx_buf_init(&b);
+    ctx_buf_puts(&b, "node");
+    for (int i = 0; i < op->shape.rank; i++) ctx_buf_printf(&b, ", %s", op->vars[i]->name);
+    for (int i = 0; i + 1 < c->made.len; i += 2)
+      if (c->made.items[i] == op) ctx_buf_printf(&b, ", %s", (const char *)c->made.items[i + 1]);
+    bad(c, a->span, "unknown axis '%s' (the axes of '%s': %s)", a->name, op->name,
+        ctx_buf_str(&b));
+    ctx_buf_free(&b);
+  }
   if (!found) {
     bad(c, a->span, "unknown axis '%s'", a->name);
     if (op) ctx_diag_note(c->d, op->span, "'%s' is defined here", op->name);

@@ -18,6 +18,8 @@ SemaType *sema_resolve_type(Sema *S, Scope *scope, const AstType *t);
 static const char *const elementwise_builtins[] = {"sigmoid", "tanh", "relu", "exp",
                                                    "log", "sqrt", "abs"};
 
+static const char *closest_builtin(const char *name);
+
 static bool want_args(Sema *S, const AstExpr *e, int n) {
   if (e->u.call.nargs == n) return true;
   ctx_diag_error(S->diag, e->span, "'%s' takes %d argument%s, but %d %s given",
@@ -192,11 +194,31 @@ SemaType *sema_call(Sema *S, Scope *scope, const AstExpr *e) {
   Sym *f = sema_lookup(S, scope, name);
   if (f && f->kind == SYM_REC) return rec_call(S, scope, e, f);
   if (f && f->kind == SYM_DEF) return def_call(S, scope, e, f);
-  if (f)
+  const char *near = f ? NULL : closest_builtin(name);
+  if (f) {
     ctx_diag_error(S->diag, e->u.call.callee_span, "'%s' is not a function", name);
-  else
+  } else if (near) {
+    ctx_diag_error(S->diag, e->u.call.callee_span, "unknown function '%s'", name);
+    ctx_diag_note(S->diag, e->u.call.callee_span, "did you mean the builtin '%s'?", near);
+  } else {
     sema_unknown(S, scope, e->u.call.callee_span, "function", name);
+  }
   return sema_error_type(S);
+}
+
+/* The builtin whose name is closest to [name] (a typo: `tahn`), or NULL. */
+static const char *closest_builtin(const char *name) {
+  static const char *const others[] = {"concat", "leaf", "root"};
+  size_t len = strlen(name);
+  int cap = len <= 2 ? 0 : len <= 5 ? 2 : 3, best = cap + 1;
+  const char *near = NULL;
+  for (size_t i = 0; i < sizeof elementwise_builtins / sizeof *elementwise_builtins + 3; i++) {
+    size_t nb = sizeof elementwise_builtins / sizeof *elementwise_builtins;
+    const char *b = i < nb ? elementwise_builtins[i] : others[i - nb];
+    int d = ctx_edit_distance(name, b, cap);
+    if (d < best) best = d, near = b;
+  }
+  return near;
 }
 
 /* ---- members: node accessors and tuple fields -------------------------------- */

@@ -17,7 +17,11 @@
 
 #include <string.h>
 
-static const CtxSpan no_span = {0, 0, 0, 0, 0};
+/* A place for what a file lacks: the file, no line (`model.ctx: error: ...`). */
+static CtxSpan file_span(const AstFile *f) {
+  CtxSpan s = {f->file, 0, 0, 0, 0};
+  return s;
+}
 
 /* Resolves a declared type to a concrete one; dims are evaluated in [scope]. */
 SemaType *sema_resolve_type(Sema *S, Scope *scope, const AstType *t);
@@ -85,7 +89,7 @@ static void declare_globals(Sema *S, AstFile *f) {
     Sym *s = sema_bind(S, &S->globals, it->name.id, it->name.span, kinds[it->kind]);
     if (s) s->item = it;
   }
-  if (!model) ctx_diag_error(S->diag, no_span, "missing 'model' declaration");
+  if (!model) ctx_diag_error(S->diag, file_span(f), "missing 'model' declaration");
 }
 
 static const char *const item_words[] = {
@@ -148,7 +152,7 @@ static void eval_dims(Sema *S, AstFile *f, const SemaDefine *defs, int ndefs) {
   for (int d = 0; d < ndefs; d++) {
     Sym *s = sema_lookup(S, &S->globals, defs[d].name);
     if (!s || s->kind != SYM_DIM)
-      ctx_diag_error(S->diag, no_span, "-D %s: the model has no dim '%s'", defs[d].name,
+      ctx_diag_error(S->diag, file_span(f), "-D %s: the model has no dim '%s'", defs[d].name,
                      defs[d].name);
   }
 }
@@ -300,11 +304,6 @@ static void check_output(Sema *S, const AstItem *it, const AstItem **first) {
   S->in_output = true;
   SemaType *t = sema_expr(S, &S->globals, e);
   S->in_output = false;
-  if (t->kind == SEMA_TUPLE) {
-    ctx_diag_error(S->diag, e->span, "the output must be a tensor, found %s; select a field",
-                   sema_type_str(S, t));
-    return;
-  }
   S->m->output = e;
   S->m->output_func = &S->m->funcs[f->index];
   S->m->output_type = t;
@@ -318,7 +317,8 @@ static void declare_items(Sema *S, AstFile *f) {
         it->type->kind <= AST_TYPE_SEQUENCE)
       declare_structure(S, it, &st);
   }
-  if (!st) ctx_diag_error(S->diag, no_span, "missing structure input (a tree, dag or sequence)");
+  if (!st)
+    ctx_diag_error(S->diag, file_span(f), "missing structure input (a tree, dag or sequence)");
   for (int i = 0; i < f->nitems; i++) {
     const AstItem *it = f->items[i];
     Sym *s = it->name.id ? sema_lookup(S, &S->globals, it->name.id) : NULL;
@@ -383,6 +383,6 @@ SemaModel *sema_check(CtxArena *arena, CtxDiag *diag, AstFile **files, int nfile
     if (it->kind == AST_OUTPUT && S.has_structure) check_output(&S, it, &out);
     else if (it->kind == AST_OUTPUT) out = it;
   }
-  if (!out) ctx_diag_error(diag, no_span, "missing 'output' declaration");
+  if (!out) ctx_diag_error(diag, file_span(f), "missing 'output' declaration");
   return S.m;
 }

@@ -84,6 +84,9 @@ static SemaType *elementwise(Sema *S, const AstExpr *e, SemaType *a, SemaType *b
   if (y->rank == 0 || sema_type_eq(x, y)) return x;
   ctx_diag_error(S->diag, e->span, "shapes do not match: %s %s %s", sema_type_str(S, x),
                  ast_op_name(e->u.binary.op), sema_type_str(S, y));
+  if (e->u.binary.op == AST_OP_MUL && x->rank == 2 && y->rank >= 1 && y->rank <= 2 &&
+      x->dims[1] == y->dims[0]) /* a matrix times a vector or matrix it fits */
+    ctx_diag_note(S->diag, e->span, "'*' is elementwise; for the matrix product write '@'");
   return sema_error_type(S);
 }
 

@@ -59,6 +59,14 @@ static bool slice(Sema *S, Scope *scope, const AstSubscript *sub, long len, long
 /* A plain subscript that drops an axis of length [len]. */
 static bool point(Sema *S, Scope *scope, const AstExpr *e, long len) {
   if (index_form(S, scope, e, len)) return true;
+  Sym *k = e->kind == AST_NAME ? sema_lookup(S, scope, e->u.name.id) : NULL;
+  if (k && k->kind == SYM_CHILDVAR) { /* a child slot: below the declared maximum */
+    long most = S->m->structure.max_arity;
+    if (most > 0 && most <= len) return true;
+    ctx_diag_error(S->diag, e->span, "'%s' counts children up to %ld, but this axis has "
+                   "length %ld", k->name, most, len);
+    return false;
+  }
   SemaType *t = sema_expr(S, scope, e);
   if (t->kind == SEMA_INT && t->is_const) {
     if (t->value >= 0 && t->value < len) return true;

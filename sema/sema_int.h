@@ -55,6 +55,7 @@ typedef struct {
   bool in_rec;
   const char *node_name; /* rec: the name n of (n: t) */
   bool in_output;
+  bool in_for;           /* checking the body of a `for` loop */
 } Sema;
 
 /* sema_type.c */

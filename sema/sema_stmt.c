@@ -58,16 +58,60 @@ static void check_cond(Sema *S, Scope *scope, const AstExpr *c) {
     ctx_diag_error(S->diag, c->span, "expected a condition, found %s", sema_type_str(S, t));
 }
 
+static bool check_stmt(Sema *S, Scope *scope, const AstStmt *st);
+
+/* A let of the body of `for k in n.children` [sym], seen after the loop: one
+ * row per child slot, [K, ...], zeros where the node has fewer children. */
+static void export_loop_let(Sema *S, Scope *scope, const Sym *sym, long k) {
+  if (sym->kind != SYM_LOCAL || !sym->type || sym->type->kind != SEMA_TENSOR) return;
+  if (sym->type->rank >= SEMA_MAX_RANK) {
+    ctx_diag_error(S->diag, sym->span, "'%s' has %d axes; a let in a 'for' loop gets one "
+                   "more and may have at most %d", sym->name, sym->type->rank,
+                   SEMA_MAX_RANK - 1);
+    return;
+  }
+  long dims[SEMA_MAX_RANK];
+  dims[0] = k;
+  for (int i = 0; i < sym->type->rank; i++) dims[i + 1] = sym->type->dims[i];
+  Sym *out = sema_bind(S, scope, sym->name, sym->span, SYM_LOCAL);
+  if (out) out->type = sema_tensor_type(S, sym->type->elem, sym->type->rank + 1, dims);
+}
+
+/* for k in n.children { lets }: the body once per child slot k below the
+ * declared maximum; each of its lets is visible after the loop with a
+ * leading child axis (docs/language.md, "Statements"). */
 static void check_for(Sema *S, Scope *scope, const AstStmt *st) {
   SemaType *r = sema_expr(S, scope, st->u.for_.range);
   if (r->kind != SEMA_RANGE && r->kind != SEMA_ERROR)
     ctx_diag_error(S->diag, st->u.for_.range->span, "'for' ranges over 'n.children' or "
                    "'n.preds', not %s", sema_type_str(S, r));
-  Scope inner = {NULL, scope};
-  Sym *k = sema_bind(S, &inner, st->u.for_.var.id, st->u.for_.var.span, SYM_CHILDVAR);
-  (void)k;
-  if (sema_block(S, &inner, &st->u.for_.body))
-    ctx_diag_error(S->diag, st->span, "'return' inside 'for' is not allowed");
+  if (S->in_for)
+    ctx_diag_error(S->diag, st->span, "a 'for' loop inside a 'for' loop is not supported; "
+                   "use a reduction (sum(j in n.children) ...) inside the loop");
+  Scope inner = {NULL, scope}, body = {NULL, &inner};
+  sema_bind(S, &inner, st->u.for_.var.id, st->u.for_.var.span, SYM_CHILDVAR);
+  bool saved = S->in_for;
+  S->in_for = true;
+  for (int i = 0; i < st->u.for_.body.n; i++) {
+    const AstStmt *s = st->u.for_.body.stmts[i];
+    if (check_stmt(S, &body, s))
+      ctx_diag_error(S->diag, s->span, "'return' inside 'for' is not allowed");
+  }
+  S->in_for = saved;
+  long k = S->m->structure.max_arity;
+  if (k <= 0 && r->kind == SEMA_RANGE) {
+    ctx_diag_error(S->diag, st->span, "a 'for' loop needs a declared maximum number of "
+                   "children (max_children = K)");
+    return;
+  }
+  /* in binding order, so that a later duplicate is reported at the later let */
+  int n = 0;
+  for (Sym *sym = body.syms; sym; sym = sym->next) n++;
+  for (int i = n - 1; i >= 0; i--) {
+    Sym *sym = body.syms;
+    for (int j = 0; j < i; j++) sym = sym->next;
+    export_loop_let(S, scope, sym, k);
+  }
 }
 
 /* Checks [st]; returns true when it returns on every path. */
