@@ -20,7 +20,6 @@ typedef struct {
 } Planned;
 
 static const Planned planned_verbs[] = {
-    {"repl", "the interactive REPL ('ctx repl') is planned and not built yet; use ctx run"},
     {"tune", "the autotuner ('ctx tune') is planned and not built yet; write a schedule "
              "(-s FILE.sched) or use the default one"},
     {"bench", "'ctx bench' is planned and not built yet; bench/run.sh measures ctx against "
