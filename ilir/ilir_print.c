@@ -91,6 +91,7 @@ static void print_block(CtxBuf *out, const IlirKernel *k, const IlirBlock *b, in
       ctx_buf_putc(out, ')');
       if (s->tile_nodes)
         ctx_buf_printf(out, " register tile %d x %d", s->tile_nodes, s->tile_outs);
+      if (s->bind) ctx_buf_puts(out, s->bind == ILIR_BIND_BLOCK ? " bound to block" : " bound to thread");
       ctx_buf_puts(out, " {\n");
       print_block(out, k, &s->body, level + 1);
     } else if (s->kind == ILIR_STORE) {
@@ -138,6 +139,7 @@ void ilir_print(CtxBuf *out, const IlirKernel *k) {
       ctx_buf_printf(out, " = %s[%ld + c * %ld + r] at [r * %ld + c], r < %ld",
                      param_name(k, b->index), b->pack.off, b->pack.stride, b->pack.cols,
                      b->pack.rows);
+    if (b->shared) ctx_buf_puts(out, " in shared");
     ctx_buf_putc(out, '\n');
   }
   ctx_buf_printf(out, "  output: %s[n * %ld + %ld ...], %ld values\n",
