@@ -236,6 +236,12 @@ static LLVMValueRef emit_binary(CgEmit *E, const IlirExpr *e) {
   }
 }
 
+/* Does the kernel write buffers of [kind]? */
+static bool buf_writable(IlirBufKind kind) {
+  return kind == ILIR_BUF_RESULT || kind == ILIR_BUF_SCRATCH ||
+         kind == ILIR_BUF_LEVEL_SCRATCH || kind == ILIR_BUF_INVARIANT;
+}
+
 static LLVMValueRef emit_load(CgEmit *E, const IlirExpr *e) {
   if (e->buf < 0 || e->buf >= E->k->nbufs) return fail(E, type_of(E, e->type), "load of buffer", e->buf);
   LLVMValueRef idx = emit_expr(E, e->a);
@@ -243,6 +249,11 @@ static LLVMValueRef emit_load(CgEmit *E, const IlirExpr *e) {
   LLVMTypeRef elem = f ? E->f32 : E->i32;
   LLVMValueRef at = LLVMBuildInBoundsGEP2(E->b, elem, E->bufs[e->buf], &idx, 1, "");
   LLVMValueRef v = LLVMBuildLoad2(E->b, elem, at, E->k->bufs[e->buf].name);
+  if (E->tgt->invariant_readonly && !buf_writable(E->k->bufs[e->buf].kind)) {
+    static const char kind[] = "invariant.load";
+    LLVMSetMetadata(v, LLVMGetMDKindIDInContext(E->ctx, kind, sizeof kind - 1),
+                    LLVMMetadataAsValue(E->ctx, LLVMMDNodeInContext2(E->ctx, NULL, 0)));
+  }
   return f ? v : LLVMBuildSExt(E->b, v, E->i64, "");
 }
 
@@ -676,9 +687,7 @@ static LLVMValueRef body_function(CgEmit *E) {
   add_attr(E, fn, LLVMAttributeFunctionIndex, "alwaysinline");
   add_attr(E, fn, LLVMAttributeFunctionIndex, "nounwind");
   for (int i = 0; i < n; i++) {
-    IlirBufKind kind = E->k->bufs[i].kind;
-    bool writable = kind == ILIR_BUF_RESULT || kind == ILIR_BUF_SCRATCH ||
-                    kind == ILIR_BUF_LEVEL_SCRATCH || kind == ILIR_BUF_INVARIANT;
+    bool writable = buf_writable(E->k->bufs[i].kind);
     if (!writable || !E->tgt->alias_writable) add_attr(E, fn, (unsigned)i + 1, "noalias");
     if (!writable) add_attr(E, fn, (unsigned)i + 1, "readonly");
   }
@@ -731,7 +740,8 @@ static void init_types(CgEmit *E) {
   E->barrier_ty = LLVMFunctionType(LLVMVoidTypeInContext(E->ctx), &E->ptr, 1, 0);
 }
 
-const CgTarget cg_target_cpu = {CG_TARGET_CPU, 0, 0, 0, false, NULL, NULL, NULL, NULL, NULL};
+const CgTarget cg_target_cpu = {CG_TARGET_CPU, 0, 0, 0, false, false,
+                                NULL, NULL, NULL, NULL, NULL};
 
 bool cg_emit_module(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel *k,
                     CtxDiag *diag) {

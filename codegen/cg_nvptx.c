@@ -176,10 +176,12 @@ static LLVMValueRef buffer_arg(LLVMBuilderRef b, LLVMModuleRef mod, const IlirKe
   LLVMContextRef ctx = LLVMGetModuleContext(mod);
   LLVMTypeRef ptr = LLVMPointerTypeInContext(ctx, 0), i64 = LLVMInt64TypeInContext(ctx);
   LLVMValueRef idx = LLVMConstInt(i64, (unsigned long long)i, 0);
-  LLVMValueRef p = LLVMBuildLoad2(b, ptr, LLVMBuildInBoundsGEP2(b, ptr, bufs, &idx, 1, ""),
+  /* loaded as global pointers: after inlining, infer-address-spaces makes
+   * every access through them global (and read-only ones ld.global.nc) */
+  LLVMTypeRef gptr = LLVMPointerTypeInContext(ctx, 1);
+  LLVMValueRef g = LLVMBuildLoad2(b, gptr, LLVMBuildInBoundsGEP2(b, ptr, bufs, &idx, 1, ""),
                                   k->bufs[i].name);
-  LLVMValueRef g = LLVMBuildAddrSpaceCast(b, p, LLVMPointerTypeInContext(ctx, 1), "");
-  p = LLVMBuildAddrSpaceCast(b, g, ptr, "");
+  LLVMValueRef p = LLVMBuildAddrSpaceCast(b, g, ptr, "");
   if (!k->bufs[i].shared) return p;
   LLVMValueRef off = LLVMConstInt(i64, (unsigned long long)*shared_off, 0);
   LLVMValueRef s = LLVMBuildInBoundsGEP2(b, LLVMFloatTypeInContext(ctx), shared, &off, 1, "");
@@ -224,11 +226,12 @@ static void nvptx_entry(LLVMBuilderRef b, LLVMModuleRef mod, const IlirKernel *k
    * they fit in 72 and nothing spills. */
 }
 
-const CgTarget cg_target_nvptx = {CG_TARGET_NVPTX,     1,
-                                  64,                  CG_GPU_BLOCK_THREADS,
-                                  true,                nvptx_sreg,
-                                  nvptx_grid_barrier,  nvptx_block_barrier,
-                                  nvptx_math,          nvptx_entry};
+const CgTarget cg_target_nvptx = {CG_TARGET_NVPTX,    1,
+                                  64,                 CG_GPU_BLOCK_THREADS,
+                                  true,               true,
+                                  nvptx_sreg,         nvptx_grid_barrier,
+                                  nvptx_block_barrier, nvptx_math,
+                                  nvptx_entry};
 
 /* ---- PTX ---------------------------------------------------------------------------- */
 

@@ -20,6 +20,7 @@
  *   buffers           writable buffers are not `noalias` (the barriers are
  *                     inline asm, which alias analysis would otherwise move
  *                     their accesses across); read-only ones stay noalias
+ *                     and their loads are invariant (ld.global.nc)
  *   entry point       a .entry kernel (bufs, num_nodes, num_levels,
  *                     barrier counter), buffers cached in shared memory
  *                     copied in first
@@ -39,6 +40,8 @@ typedef struct CgTarget {
   int vec_floats, vec_regs;   /* 0: the host's (cg_emit.c) */
   long block_threads;         /* threads per block (NVPTX), a constant step */
   bool alias_writable;        /* writable buffers may not be noalias */
+  bool invariant_readonly;    /* loads of read-only buffers are !invariant.load
+                                 (NVPTX: ld.global.nc through the pointer table) */
   /* a special register (NVPTX), as i64 at [b] */
   LLVMValueRef (*sreg)(LLVMBuilderRef b, LLVMModuleRef mod, CgSreg which);
   /* the grid barrier at [b] on the counter [counter] (a pointer) */
