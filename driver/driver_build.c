@@ -469,7 +469,8 @@ static int build_all(CtxBuild *b) {
   b->k = ctx_pipeline_kernel(b->s, b->p);
   char *kernel_o = out_path(b, "", "_kernel.o");
   int rc = 0;
-  bool cuda = b->s->opts.target == CTX_TARGET_CUDA;
+  /* --on-cpu: the cuda-scheduled kernel as a CPU object (docs/cuda.md) */
+  bool cuda = b->s->opts.target == CTX_TARGET_CUDA && !b->s->opts.gpu_on_cpu;
   if (!b->k || (cuda ? ptx_object(b, kernel_o) != 0
                      : !cg_emit_object(b->k, kernel_o, &b->s->diag))) {
     rc = ctx_session_exit_code(b->s);
