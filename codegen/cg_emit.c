@@ -249,7 +249,9 @@ static LLVMValueRef emit_load(CgEmit *E, const IlirExpr *e) {
   LLVMTypeRef elem = f ? E->f32 : E->i32;
   LLVMValueRef at = LLVMBuildInBoundsGEP2(E->b, elem, E->bufs[e->buf], &idx, 1, "");
   LLVMValueRef v = LLVMBuildLoad2(E->b, elem, at, E->k->bufs[e->buf].name);
-  if (E->tgt->invariant_readonly && !buf_writable(E->k->bufs[e->buf].kind)) {
+  /* not a copy in shared memory: the kernel writes that at its start */
+  if (E->tgt->invariant_readonly && !buf_writable(E->k->bufs[e->buf].kind) &&
+      !E->k->bufs[e->buf].shared) {
     static const char kind[] = "invariant.load";
     LLVMSetMetadata(v, LLVMGetMDKindIDInContext(E->ctx, kind, sizeof kind - 1),
                     LLVMMetadataAsValue(E->ctx, LLVMMDNodeInContext2(E->ctx, NULL, 0)));

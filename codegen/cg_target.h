@@ -41,7 +41,8 @@ typedef struct CgTarget {
   long block_threads;         /* threads per block (NVPTX), a constant step */
   bool alias_writable;        /* writable buffers may not be noalias */
   bool invariant_readonly;    /* loads of read-only buffers are !invariant.load
-                                 (NVPTX: ld.global.nc through the pointer table) */
+                                 (NVPTX: ld.global.nc through the pointer table),
+                                 except of those copied into shared memory */
   /* a special register (NVPTX), as i64 at [b] */
   LLVMValueRef (*sreg)(LLVMBuilderRef b, LLVMModuleRef mod, CgSreg which);
   /* the grid barrier at [b] on the counter [counter] (a pointer) */
