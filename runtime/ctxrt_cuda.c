@@ -312,6 +312,7 @@ void ctxrt__cuda_destroy(CtxrtCuda *g) {
   if (!g) return;
   CtxrtCudaApi *a = &g->api;
   if (a->lib) {
+    if (g->ctx_held) a->ctx_set(g->ctx); /* as in a run: possibly another thread */
     if (g->stream) a->stream_sync(g->stream), a->stream_destroy(g->stream);
     for (int32_t b = 0; g->rows && b < g->d->num_bufs; b++)
       if (g->rows[b]) a->mem_free(g->rows[b]);
@@ -399,6 +400,9 @@ CtxrtStatus ctxrt__cuda_run(CtxrtCuda *g, void *const *host, const CtxrtLinear *
   const CtxrtModelDesc *d = g->d;
   CtxrtCudaApi *a = &g->api;
   CtxCuResult r;
+  /* the context is current per thread: a model may run on another thread
+   * than the one that created it */
+  if ((r = a->ctx_set(g->ctx))) return cu_fail(a, r, "cuCtxSetCurrent", err);
   size_t table, bytes = pack_batch(g, host, lin, widest, &table, false);
   size_t out_bytes = buf_bytes(&d->bufs[d->out_buf], lin, widest);
   if ((r = grow_device(g, &g->batch, &g->batch_cap, bytes)) ||
