@@ -22,6 +22,7 @@
  * an internal compiler error and the module is then not used.
  */
 #include "codegen/cg_int.h"
+#include "codegen/cg_target.h"
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/DebugInfo.h>
@@ -40,6 +41,7 @@ typedef struct {
   LLVMValueRef args[2]; /* num_nodes, num_levels */
   LLVMValueRef tid, nthreads, barrier, barrier_ctx; /* the team (codegen.h) */
   const IlirKernel *k;
+  const CgTarget *tgt; /* what differs between targets (cg_target.h) */
   CtxDiag *diag;
   int vec_floats, vec_regs; /* the host's vector width in floats and register count */
   int levels; /* LEVELS loops open around the builder's position */
@@ -163,6 +165,8 @@ static LLVMValueRef libm1(CgEmit *E, const char *name, LLVMValueRef x) {
 }
 
 static LLVMValueRef emit_unary_f32(CgEmit *E, int op, LLVMValueRef x) {
+  LLVMValueRef own = E->tgt->math ? E->tgt->math(E->b, E->mod, op, x) : NULL;
+  if (own) return own;
   if (!(E->k->disabled & RA_OPT_VECTOR_MATH)) {
     if (op == ILIR_SIGMOID) return cg_math_sigmoid(E->b, E->mod, x);
     if (op == ILIR_TANH) return cg_math_tanh(E->b, E->mod, x);
@@ -233,6 +237,12 @@ static LLVMValueRef emit_binary(CgEmit *E, const IlirExpr *e) {
   }
 }
 
+/* Does the kernel write buffers of [kind]? */
+static bool buf_writable(IlirBufKind kind) {
+  return kind == ILIR_BUF_RESULT || kind == ILIR_BUF_SCRATCH ||
+         kind == ILIR_BUF_LEVEL_SCRATCH || kind == ILIR_BUF_INVARIANT;
+}
+
 static LLVMValueRef emit_load(CgEmit *E, const IlirExpr *e) {
   if (e->buf < 0 || e->buf >= E->k->nbufs) return fail(E, type_of(E, e->type), "load of buffer", e->buf);
   LLVMValueRef idx = emit_expr(E, e->a);
@@ -240,6 +250,13 @@ static LLVMValueRef emit_load(CgEmit *E, const IlirExpr *e) {
   LLVMTypeRef elem = f ? E->f32 : E->i32;
   LLVMValueRef at = LLVMBuildInBoundsGEP2(E->b, elem, E->bufs[e->buf], &idx, 1, "");
   LLVMValueRef v = LLVMBuildLoad2(E->b, elem, at, E->k->bufs[e->buf].name);
+  /* not a copy in shared memory: the kernel writes that at its start */
+  if (E->tgt->invariant_readonly && !buf_writable(E->k->bufs[e->buf].kind) &&
+      !E->k->bufs[e->buf].shared) {
+    static const char kind[] = "invariant.load";
+    LLVMSetMetadata(v, LLVMGetMDKindIDInContext(E->ctx, kind, sizeof kind - 1),
+                    LLVMMetadataAsValue(E->ctx, LLVMMDNodeInContext2(E->ctx, NULL, 0)));
+  }
   return f ? v : LLVMBuildSExt(E->b, v, E->i64, "");
 }
 
@@ -352,9 +369,13 @@ static void emit_barrier(CgEmit *E, LLVMValueRef skip) {
   if (skip) many = LLVMBuildAnd(E->b, many, LLVMBuildNot(E->b, skip, ""), "");
   LLVMBuildCondBr(E->b, many, call, join);
   LLVMPositionBuilderAtEnd(E->b, call);
-  LLVMBuildFence(E->b, LLVMAtomicOrderingAcquireRelease, 0, "");
-  LLVMBuildCall2(E->b, E->barrier_ty, E->barrier, &E->barrier_ctx, 1, "");
-  LLVMBuildFence(E->b, LLVMAtomicOrderingAcquireRelease, 0, "");
+  if (E->tgt->grid_barrier) {
+    E->tgt->grid_barrier(E->b, E->mod, E->barrier_ctx); /* the counter (cg_target.h) */
+  } else {
+    LLVMBuildFence(E->b, LLVMAtomicOrderingAcquireRelease, 0, "");
+    LLVMBuildCall2(E->b, E->barrier_ty, E->barrier, &E->barrier_ctx, 1, "");
+    LLVMBuildFence(E->b, LLVMAtomicOrderingAcquireRelease, 0, "");
+  }
   LLVMBuildBr(E->b, join);
   LLVMPositionBuilderAtEnd(E->b, join);
 }
@@ -406,7 +427,37 @@ static LLVMValueRef barrier_skippable(CgEmit *E, LLVMValueRef l) {
   return LLVMBuildAnd(E->b, single_node(E, l), next_single, "");
 }
 
+/* A loop bound to GPU blocks or threads (ilir.h, IlirBind) on a target that
+ * has them: a BLOCK loop runs this block's contiguous share of its nodes (as
+ * thread_share, by block index), a THREAD loop the iterations lo + tid.x +
+ * k * block_threads, then the block's barrier. */
+static void emit_bound_loop(CgEmit *E, const IlirStmt *s) {
+  const CgTarget *t = E->tgt;
+  LLVMValueRef lo = emit_expr(E, s->lo), hi = emit_expr(E, s->hi);
+  long step = 1;
+  if (s->bind == ILIR_BIND_BLOCK) {
+    LLVMValueRef tid = E->tid, n = E->nthreads;
+    E->tid = t->sreg(E->b, E->mod, CG_SREG_CTAID);
+    E->nthreads = t->sreg(E->b, E->mod, CG_SREG_NCTAID);
+    thread_share(E, &lo, &hi);
+    E->tid = tid, E->nthreads = n;
+  } else {
+    lo = LLVMBuildAdd(E->b, lo, t->sreg(E->b, E->mod, CG_SREG_TID), "");
+    step = t->block_threads;
+  }
+  CgLoop L;
+  loop_open(E, &L, lo, hi, var_name(s->var));
+  if (bind_var(E, s->var, L.iv)) emit_block(E, &s->body);
+  loop_close_by(E, &L, step);
+  if (s->bind == ILIR_BIND_THREAD && !E->failed) t->block_barrier(E->b, E->mod);
+  if (!E->failed) E->vars[s->var->id] = NULL;
+}
+
 static void emit_loop(CgEmit *E, const IlirStmt *s) {
+  if (s->bind && E->tgt->sreg) {
+    emit_bound_loop(E, s);
+    return;
+  }
   if (s->tile_nodes) {
     emit_tiled(E, s);
     return;
@@ -865,11 +916,9 @@ static LLVMValueRef body_function(CgEmit *E) {
   add_attr(E, fn, LLVMAttributeFunctionIndex, "alwaysinline");
   add_attr(E, fn, LLVMAttributeFunctionIndex, "nounwind");
   for (int i = 0; i < n; i++) {
-    add_attr(E, fn, (unsigned)i + 1, "noalias");
-    IlirBufKind kind = E->k->bufs[i].kind;
-    if (kind != ILIR_BUF_RESULT && kind != ILIR_BUF_SCRATCH && kind != ILIR_BUF_LEVEL_SCRATCH &&
-        kind != ILIR_BUF_INVARIANT)
-      add_attr(E, fn, (unsigned)i + 1, "readonly");
+    bool writable = buf_writable(E->k->bufs[i].kind);
+    if (!writable || !E->tgt->alias_writable) add_attr(E, fn, (unsigned)i + 1, "noalias");
+    if (!writable) add_attr(E, fn, (unsigned)i + 1, "readonly");
   }
   return fn;
 }
@@ -921,22 +970,42 @@ static void init_types(CgEmit *E) {
   E->barrier_ty = LLVMFunctionType(LLVMVoidTypeInContext(E->ctx), &E->ptr, 1, 0);
 }
 
+const CgTarget cg_target_cpu = {CG_TARGET_CPU, 0, 0, 0, false, false,
+                                NULL, NULL, NULL, NULL, NULL};
+
+static bool emit_module(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel *k,
+                        const CgTarget *t, const char *features, CtxDiag *diag);
+
 bool cg_emit_module(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel *k,
                     CtxDiag *diag) {
   return cg_emit_module_for(ctx, mod, k, NULL, diag);
 }
 
+bool cg_emit_target_module(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel *k,
+                           const CgTarget *t, CtxDiag *diag) {
+  return emit_module(ctx, mod, k, t, NULL, diag);
+}
+
 bool cg_emit_module_for(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel *k,
                         const char *features, CtxDiag *diag) {
+  return emit_module(ctx, mod, k, &cg_target_cpu, features, diag);
+}
+
+/* [k] into [mod] for target [t]; a CPU's vector plan from [features] (NULL:
+ * the host's). */
+static bool emit_module(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel *k,
+                        const CgTarget *t, const char *features, CtxDiag *diag) {
   CgEmit E;
   memset(&E, 0, sizeof E);
   E.ctx = ctx;
   E.mod = mod;
   E.k = k;
+  E.tgt = t;
   E.diag = diag;
   E.b = LLVMCreateBuilderInContext(ctx);
   init_types(&E);
-  host_vectors(&E, features);
+  if (t->vec_floats) E.vec_floats = t->vec_floats, E.vec_regs = t->vec_regs;
+  else host_vectors(&E, features);
   E.bufs = ctx_xmalloc(((size_t)k->nbufs + 1) * sizeof *E.bufs);
   E.vars = calloc((size_t)k->nvars + 1, sizeof *E.vars);
   if (!E.vars) ctx_oom();
@@ -951,7 +1020,8 @@ bool cg_emit_module_for(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel 
   LLVMPositionBuilderAtEnd(E.b, new_block(&E, "entry"));
   emit_block(&E, &k->body);
   LLVMBuildRetVoid(E.b);
-  entry_function(&E, E.fn);
+  if (t->entry) t->entry(E.b, mod, k, E.fn);
+  else entry_function(&E, E.fn);
   LLVMDisposeBuilder(E.b);
   free(E.bufs);
   free(E.vars);

@@ -126,4 +126,25 @@ bool cg_emit_object_cpu(const IlirKernel *k, const char *path, const char *cpu,
  * levels only on an x86-64 host). */
 bool cg_cpu_valid(const char *cpu);
 
+/* ---- the CUDA target (cg_nvptx.c, docs/cuda.md) ------------------------------
+ * The same ILIR through the same emitter for nvptx64-nvidia-cuda: one
+ * `.visible .entry` k->name(bufs, num_nodes, num_levels, counter), run as
+ * one cooperative launch of blocks of CG_GPU_BLOCK_THREADS threads (any
+ * number of co-resident blocks); bufs is a device array of the buffers'
+ * device pointers, counter a u32 zeroed before the launch (the grid
+ * barrier's). */
+typedef enum { CG_TARGET_CPU, CG_TARGET_NVPTX } CgTargetKind;
+
+enum { CG_GPU_BLOCK_THREADS = 256 };
+
+/* Appends the PTX of [k] for the GPU architecture [arch] ("sm_90") to
+ * [out], or with [llvm_ir] the optimized NVPTX LLVM IR. Returns false after
+ * reporting an internal compiler error to [diag]. */
+bool cg_emit_ptx(CtxBuf *out, const IlirKernel *k, const char *arch, bool llvm_ir,
+                 CtxDiag *diag);
+
+/* The dynamic shared memory [k]'s kernel needs per block, in bytes (the
+ * parameters it caches there). */
+long cg_gpu_shared_bytes(const IlirKernel *k);
+
 #endif

@@ -11,7 +11,7 @@
 
 #include "ilir/ilir.h"
 
-typedef enum { DUMP_NONE, DUMP_TOKENS, DUMP_AST, DUMP_RA, DUMP_ILIR, DUMP_LLVM, DUMP_ASM } CtxDump;
+typedef enum { DUMP_NONE, DUMP_TOKENS, DUMP_AST, DUMP_RA, DUMP_ILIR, DUMP_LLVM, DUMP_ASM, DUMP_PTX } CtxDump;
 
 typedef enum { CTX_FORMAT_AUTO, CTX_FORMAT_PTB, CTX_FORMAT_NODES, CTX_FORMAT_CONLLU } CtxFormat;
 
@@ -48,15 +48,20 @@ typedef struct {
   uint64_t seed;             /* --seed N for the template (default 0) */
   bool seed_given;
 } CtxParamsOptions;
+/* --target: where the kernel runs (docs/cuda.md). */
+typedef enum { CTX_TARGET_CPU, CTX_TARGET_CUDA } CtxTarget;
 
 typedef struct {
   CtxDump dump;
+  CtxTarget target;     /* --target cpu|cuda */
+  const char *gpu_arch; /* --gpu-arch sm_80|sm_86|sm_89|sm_90 (default sm_90) */
+  bool gpu_on_cpu;      /* --on-cpu: the cuda-scheduled kernel on the CPU backend */
   int error_limit;
   const char **files;
   int nfiles;
   bool syntax_only;     /* --syntax-only: parse, do not check */
   unsigned disabled;    /* --disable=NAME,...: RA_OPT_* turned off */
-  const char *schedule; /* -s FILE.sched: the cpu schedule to apply (NULL: default) */
+  const char *schedule; /* -s FILE.sched: the target's schedule to apply (NULL: default) */
   SemaDefine *defines;  /* -D NAME=VALUE */
   int ndefines;
   CtxRunOptions run;    /* ctx run only */

@@ -7,6 +7,9 @@
  *   CtxrtBufKind), the output's buffer, offset and size
  */
 #include "driver/driver_jit.h"
+#ifdef CTX_HAVE_JIT
+#include "codegen/codegen.h"
+#endif
 
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +104,16 @@ void ctx_model_desc_init(CtxModelDesc *m, const RaProgram *p, const IlirKernel *
   d->out_off = k->out_off;
   d->out_size = k->out_size;
 }
+
+#ifdef CTX_HAVE_JIT
+void ctx_model_desc_cuda(CtxModelDesc *m, const IlirKernel *k, const char *ptx) {
+  m->desc.kernel = NULL;
+  m->desc.ptx = ptx;
+  m->desc.ptx_entry = k->name;
+  m->desc.gpu_block_threads = CG_GPU_BLOCK_THREADS;
+  m->desc.gpu_shared_bytes = cg_gpu_shared_bytes(k);
+}
+#endif
 
 void ctx_model_desc_free(CtxModelDesc *m) {
   free(m->bufs);

@@ -35,6 +35,10 @@ int64_t *ctx_input_spec(const RaProgram *p, CtxrtSpec *spec);
 void ctx_model_desc_init(CtxModelDesc *m, const RaProgram *p, const IlirKernel *k,
                          CtxrtKernelFn fn);
 
+/* Makes [m] describe the CUDA kernel of [k] whose PTX is [ptx] (borrowed:
+ * it must outlive [m]) instead of a CPU entry point (docs/cuda.md). */
+void ctx_model_desc_cuda(CtxModelDesc *m, const IlirKernel *k, const char *ptx);
+
 void ctx_model_desc_free(CtxModelDesc *m);
 
 /* Floating-point operations of [p] at one node of [ndeps] dependencies, and

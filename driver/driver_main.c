@@ -26,8 +26,12 @@ typedef struct {
 
 /* --disable / --enable, in every verb that compiles (names: ra_opt_lookup). */
 #define OPT_OPTIONS                                                                \
-  "  -s FILE            apply the cpu schedule in FILE (a .sched file) instead of\n" \
-  "                     the default one (also --schedule FILE)\n"                  \
+  "  -s FILE            apply the target's schedule in FILE (a .sched file)\n"     \
+  "                     instead of the default one (also --schedule FILE)\n"       \
+  "  --target cpu|cuda  compile for this CPU (default) or NVIDIA GPUs (PTX)\n"     \
+  "  --gpu-arch ARCH    sm_80, sm_86, sm_89 or sm_90 (default) for --target cuda\n" \
+  "  --on-cpu           --target cuda's scheduled kernel on the CPU backend (bound\n" \
+  "                     loops as ordinary loops, block barriers as nothing)\n"     \
   "  --disable=OPT,...  turn optimizations off: concat-split, product-ops,\n"      \
   "                     interchange, specialize-leaf, register-tile,\n"            \
   "                     vector-math, cse, hoist-products, dense-scratch,\n"        \
@@ -39,6 +43,7 @@ static const char common_options[] =
     "  --dump=STAGE       print a stage's output: tokens, ast, ra, ilir, llvm (the\n"
     "                     optimized LLVM IR of the kernel)\n"
     "  --emit=asm         print the kernel's assembly for this CPU\n"
+    "  --emit=ptx         print the kernel's PTX (--target cuda)\n"
     "  --error-limit=N    stop after N errors (default 20, 0 = no limit)\n"
     "  -D NAME=VALUE      override dim NAME (also -DNAME=VALUE)\n"
     OPT_OPTIONS
@@ -145,7 +150,9 @@ static const char build_options[] =
     "  -h, --help         show this help\n"
     "\n"
     "By default the kernel is compiled for this CPU (its name and features, O3,\n"
-    "PIC) as ctx run's JIT does. The C compiler is $CC (default cc); ar must be on PATH.\n"
+    "PIC) as ctx run's JIT does; with --target cuda the library embeds the\n"
+    "kernel's PTX and runs it through the CUDA driver (docs/cuda.md). The C\n"
+    "compiler is $CC (default cc); ar must be on PATH.\n"
     "Link a program with -lNAME, or with libNAME.a -ljansson -lm.\n"
     "\n"
     "exit codes: 0 ok, 1 errors in the model, 2 bad command line or output\n"
@@ -306,12 +313,23 @@ static int parse_args(const Verb *v, int argc, char **argv, CtxOptions *o) {
       int rc = parse_dump(v, o, val);
       if (rc) return rc;
     } else if ((val = option_value(argc, argv, &i, "--emit", &missing))) {
-      if (missing || strcmp(val, "asm") != 0)
-        return usage_error(v, "unknown output '%s' for --emit (outputs: asm)", val);
+      if (missing || (strcmp(val, "asm") != 0 && strcmp(val, "ptx") != 0))
+        return usage_error(v, "unknown output '%s' for --emit (outputs: asm, ptx)", val);
 #ifndef CTX_HAVE_JIT
       return usage_error(v, "--emit=%s needs ctx built with LLVM", val);
 #endif
-      o->dump = DUMP_ASM;
+      o->dump = strcmp(val, "ptx") == 0 ? DUMP_PTX : DUMP_ASM;
+    } else if ((val = option_value(argc, argv, &i, "--target", &missing))) {
+      if (missing || (strcmp(val, "cpu") != 0 && strcmp(val, "cuda") != 0))
+        return usage_error(v, "unknown target '%s' (targets: cpu, cuda)", val);
+      o->target = strcmp(val, "cuda") == 0 ? CTX_TARGET_CUDA : CTX_TARGET_CPU;
+    } else if ((val = option_value(argc, argv, &i, "--gpu-arch", &missing))) {
+      if (missing || (strcmp(val, "sm_80") != 0 && strcmp(val, "sm_86") != 0 &&
+                      strcmp(val, "sm_89") != 0 && strcmp(val, "sm_90") != 0))
+        return usage_error(v, "unknown GPU architecture '%s' (sm_80, sm_86, sm_89, sm_90)", val);
+      o->gpu_arch = val;
+    } else if (strcmp(a, "--on-cpu") == 0) {
+      o->gpu_on_cpu = true;
     } else if ((val = option_value(argc, argv, &i, "--error-limit", &missing))) {
       if (missing || !parse_int(val, &o->error_limit))
         return usage_error(v, "option '--error-limit' needs a number, found '%s'", val);
@@ -336,6 +354,11 @@ static int parse_args(const Verb *v, int argc, char **argv, CtxOptions *o) {
     }
   }
   if (o->nfiles == 0 && v->run != ctx_repl) return usage_error(v, "no input files%s", "");
+  if (o->dump == DUMP_PTX && o->target != CTX_TARGET_CUDA)
+    return usage_error(v, "--emit=ptx needs --target cuda%s", "");
+  if ((o->gpu_arch || o->gpu_on_cpu) && o->target != CTX_TARGET_CUDA)
+    return usage_error(v, "%s needs --target cuda", o->gpu_arch ? "--gpu-arch" : "--on-cpu");
+  if (!o->gpu_arch) o->gpu_arch = "sm_90";
   return 0;
 }
 

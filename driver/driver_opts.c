@@ -27,8 +27,6 @@ static const Planned planned_verbs[] = {
 };
 
 static const Planned planned_options[] = {
-    {"--target", "other targets than this CPU (the CUDA backend) are planned and not built "
-                 "yet; ctx compiles for the CPU"},
     {"--autotune", "the autotuner is planned and not built yet; write a schedule (-s "
                    "FILE.sched) or use the default one"},
 };

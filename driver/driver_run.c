@@ -64,6 +64,7 @@ typedef struct {
   CgJit *jit;
   CtxModelDesc desc;
   CtxrtModel *model;
+  CtxBuf ptx; /* --target cuda: the kernel's PTX (the descriptor's) */
 #endif
   char *sample; /* path of the bundled sample read, if any */
   int32_t threads; /* the compiled kernel's (1 for the interpreter) */
@@ -500,6 +501,7 @@ static void run_free(CtxRun *r) {
   ctxrt_model_destroy(r->model);
   ctx_model_desc_free(&r->desc);
   cg_jit_free(r->jit);
+  ctx_buf_free(&r->ptx);
 #endif
   ctxrt_weights_destroy(r->weights);
   ctxrt_forest_destroy(r->forest);
@@ -523,7 +525,12 @@ static int compile_kernel(CtxRun *r) {
 #ifdef CTX_HAVE_JIT
   if (r->o->interp) return 0;
   r->k = ctx_pipeline_kernel(r->s, r->p);
-  if (r->k) r->jit = cg_jit_compile(r->k, &r->s->diag);
+  if (r->k && r->s->opts.target == CTX_TARGET_CUDA && !r->s->opts.gpu_on_cpu) {
+    ctx_buf_init(&r->ptx);
+    if (cg_emit_ptx(&r->ptx, r->k, r->s->opts.gpu_arch, false, &r->s->diag)) return 0;
+  } else if (r->k) {
+    r->jit = cg_jit_compile(r->k, &r->s->diag);
+  }
   if (r->jit) return 0;
   int rc = ctx_session_exit_code(r->s);
   return rc ? rc : CTX_EXIT_ICE;
@@ -715,7 +722,8 @@ static int run_stages(CtxRun *r) {
   if (!r->o->interp) {
     r->fout = calloc((size_t)r->rows * size + 1, sizeof *r->fout);
     if (!r->fout) ctx_oom();
-    ctx_model_desc_init(&r->desc, r->p, r->k, cg_jit_kernel(r->jit));
+    ctx_model_desc_init(&r->desc, r->p, r->k, r->jit ? cg_jit_kernel(r->jit) : NULL);
+    if (!r->jit) ctx_model_desc_cuda(&r->desc, r->k, ctx_buf_str(&r->ptx));
     if (ctxrt_model_create(&r->desc.desc, r->weights, &r->model, &r->err) ||
         ctxrt_model_set_threads(r->model, (int32_t)r->o->threads, &r->err))
       return report(r);

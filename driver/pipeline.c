@@ -89,8 +89,12 @@ AstFile *ctx_pipeline_parse(CtxSession *s, const char *path) {
   return f;
 }
 
-/* The cpu schedule of the -s file, checked against [p]; NULL after errors. */
+/* The target's schedule of the -s file, checked against [p]; NULL after
+ * errors. */
 static const Schedule *load_schedule(CtxSession *s, const RaProgram *p) {
+  bool cuda = s->opts.target == CTX_TARGET_CUDA;
+  SchedTarget want = cuda ? SCHED_CUDA : SCHED_CPU;
+  const char *tname = cuda ? "cuda" : "cpu";
   const char *path = s->opts.schedule;
   int errors = s->diag.errors;
   AstFile *f = ctx_pipeline_parse(s, path);
@@ -100,17 +104,17 @@ static const Schedule *load_schedule(CtxSession *s, const RaProgram *p) {
   for (int i = 0; i < f->nitems; i++) {
     if (f->items[i]->kind != AST_SCHEDULE) continue;
     Schedule *sch = sched_check(s->arena, &s->diag, f->items[i], p);
-    if (!sch || sch->target != SCHED_CPU) continue;
+    if (!sch || sch->target != want) continue;
     if (cpu)
       ctx_diag_error(&s->diag, f->items[i]->span,
-                     "a second cpu schedule for model '%s'; -s applies one", p->name);
+                     "a second %s schedule for model '%s'; -s applies one", tname, p->name);
     cpu = sch;
   }
   if (s->diag.errors > errors) return NULL;
   if (!cpu) {
     CtxSpan file = {f->file, 0, 0, 0, 0}; /* `path: error: ...` */
-    ctx_diag_error(&s->diag, file, "no cpu schedule for model '%s' (schedule %s for cpu "
-                   "{ ... })", p->name, p->name);
+    ctx_diag_error(&s->diag, file, "no %s schedule for model '%s' (schedule %s for %s "
+                   "{ ... })", tname, p->name, p->name, tname);
   }
   return cpu;
 }
@@ -119,6 +123,14 @@ IlirKernel *ctx_pipeline_kernel(CtxSession *s, const RaProgram *p) {
   const Schedule *sch = s->opts.schedule ? load_schedule(s, p) : NULL;
   if (s->opts.schedule && !sch) return NULL;
   IlirKernel *k = ilir_lower(s->arena, &s->diag, p);
+  if (s->opts.target == CTX_TARGET_CUDA) {
+    SchedGpuPlan gpu;
+    SchedPlan plan = sched_cuda_plan(&s->diag, sch, p->disabled, &gpu);
+    gpu.shared_limit = sched_gpu_shared_limit(s->opts.gpu_arch);
+    return k && sched_apply(s->arena, &s->diag, k, &plan) && sched_gpu_apply(&s->diag, k, &gpu)
+               ? k
+               : NULL;
+  }
   SchedPlan plan = sch ? sched_schedule_plan(&s->diag, sch, p->disabled)
                        : sched_default_plan(p->disabled);
   return k && sched_apply(s->arena, &s->diag, k, &plan) ? k : NULL;
@@ -140,8 +152,11 @@ static RaProgram *check_model(CtxSession *s, AstFile *f, int errors) {
   if (p && s->opts.dump == DUMP_RA) ra_print(&b, p);
   if (k && s->opts.dump == DUMP_ILIR) ilir_print(&b, k);
 #ifdef CTX_HAVE_JIT
-  if (k && s->opts.dump == DUMP_LLVM) cg_emit_llvm(&b, k, &s->diag);
+  bool cuda = s->opts.target == CTX_TARGET_CUDA && !s->opts.gpu_on_cpu;
+  if (k && s->opts.dump == DUMP_LLVM && !cuda) cg_emit_llvm(&b, k, &s->diag);
   if (k && s->opts.dump == DUMP_ASM) cg_emit_asm(&b, k, &s->diag);
+  if (k && (s->opts.dump == DUMP_PTX || (s->opts.dump == DUMP_LLVM && cuda)))
+    cg_emit_ptx(&b, k, s->opts.gpu_arch, s->opts.dump == DUMP_LLVM, &s->diag);
 #endif
   fputs(ctx_buf_str(&b), s->out);
   ctx_buf_free(&b);

@@ -70,6 +70,8 @@ typedef struct {
   int index;  /* RA parameter (PARAM, PACKED) / function / operator it holds */
   int func;   /* SCRATCH: the function of the operator */
   IlirPack pack; /* PACKED */
+  bool shared;   /* PARAM: the CUDA target copies it into each block's shared
+                    memory at the kernel's start (a schedule's `cache W in shared`) */
 } IlirBuf;
 
 /* ---- expressions ----------------------------------------------------------------- */
@@ -138,6 +140,15 @@ typedef enum {
   ILIR_LOOP_UNROLL
 } IlirLoopKind;
 
+/* Where a loop's iterations run on a GPU (sched_gpu.c; codegen.h). BLOCK: a
+ * NODES loop whose nodes are shared among the thread blocks as a NODES loop's
+ * among the threads of a team; THREAD: a loop inside a BLOCK loop's body whose
+ * iterations are shared among the threads of the block, followed by a barrier
+ * of the block (no thread of the block reads in one what another writes in it:
+ * sched_gpu_verify). On the CPU a BLOCK loop is a NODES loop, a THREAD loop an
+ * ordinary one and the barrier nothing. */
+typedef enum { ILIR_BIND_NONE, ILIR_BIND_BLOCK, ILIR_BIND_THREAD } IlirBind;
+
 typedef struct IlirStmt IlirStmt;
 typedef struct {
   IlirStmt **stmts;
@@ -168,6 +179,7 @@ struct IlirStmt {
    * iterations of t x tile_outs outputs at a time in registers, and runs the
    * epilogues on each such block of outputs as soon as it is stored. */
   int tile_nodes, tile_outs;
+  IlirBind bind; /* LOOP: GPU binding (IlirBind) */
   /* STORE */
   int buf;
   IlirExpr *index, *value;

@@ -34,7 +34,7 @@ typedef struct {
 static int add_buf(Lower *L, const char *name, IlirBufKind kind, long size, int index,
                    int func) {
   IlirBuf *b = CTX_NEW(L->a, IlirBuf);
-  *b = (IlirBuf){name, kind, size, index, func, {0, 0, 0, 0, 0}};
+  *b = (IlirBuf){name, kind, size, index, func, {0, 0, 0, 0, 0}, false};
   ctx_vec_push(L->a, &L->bufs, b);
   return L->bufs.len - 1;
 }

@@ -91,6 +91,7 @@ static void print_block(CtxBuf *out, const IlirKernel *k, const IlirBlock *b, in
       ctx_buf_putc(out, ')');
       if (s->tile_nodes)
         ctx_buf_printf(out, " register tile %d x %d", s->tile_nodes, s->tile_outs);
+      if (s->bind) ctx_buf_puts(out, s->bind == ILIR_BIND_BLOCK ? " bound to block" : " bound to thread");
       ctx_buf_puts(out, " {\n");
       print_block(out, k, &s->body, level + 1);
     } else if (s->kind == ILIR_STORE) {
@@ -141,6 +142,7 @@ void ilir_print(CtxBuf *out, const IlirKernel *k) {
       if (b->pack.panel > 0 && b->pack.panel < b->pack.cols)
         ctx_buf_printf(out, ", in panels of %ld", b->pack.panel);
     }
+    if (b->shared) ctx_buf_puts(out, " in shared");
     ctx_buf_putc(out, '\n');
   }
   ctx_buf_printf(out, "  output: %s[n * %ld + %ld ...], %ld values\n",

@@ -33,19 +33,27 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
+# The CUDA-scheduled kernel on the CPU backend (docs/cuda.md).
+CUDA_ON_CPU = ["--target", "cuda", "--on-cpu"]
+
 # Every optimization off in turn (OPT-FLAGS in ra/ra.h), and one and two threads.
 CONFIGS = [[], ["--threads", "1"], ["--threads", "2"]] + [
     ["--disable=" + o] for o in (
         "concat-split", "product-ops", "interchange", "specialize-leaf", "register-tile",
         "vector-math", "cse", "hoist-products", "dense-scratch", "hoist-invariant",
-        "fuse-epilogue", "all-deps", "share-weights", "hoist-local")]
+        "fuse-epilogue", "all-deps", "share-weights", "hoist-local")] + [CUDA_ON_CPU]
 
 
 # Models elsewhere with their schedules: (model, -D flags, gen spec, schedules).
 EXAMPLES = [
     ("examples/treelstm.ctx", ["-D", "H=16", "-D", "V=50"], "binary:leaves=9,count=4",
-     ["examples/treelstm.cpu.sched"]),
+     ["examples/treelstm.cpu.sched", "examples/treelstm.cuda.sched"]),
 ]
+
+
+def sched_args(path):
+    """-s PATH, with the CUDA flags for a CUDA schedule (NAME.cuda.sched)."""
+    return ["-s", path] + (CUDA_ON_CPU if path.endswith(".cuda.sched") else [])
 
 
 def directive(path, name):
@@ -123,12 +131,12 @@ def main():
             cases.append((model, [], None, []))
         scheds = sorted(glob.glob(model[:-len(".ctx")] + ".*.sched"))
         for spec in specs:
-            cases.append((model, [], spec, CONFIGS + [["-s", x] for x in scheds]))
+            cases.append((model, [], spec, CONFIGS + [sched_args(x) for x in scheds]))
     if not a.models:
         root = os.path.dirname(HERE)
         for model, dims, spec, scheds in EXAMPLES:
             cases.append((os.path.join(root, model), dims, spec,
-                          [["-s", os.path.join(root, x)] for x in scheds]))
+                          [sched_args(os.path.join(root, x)) for x in scheds]))
     passed = failed = 0
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "out.npz")

@@ -45,6 +45,7 @@ typedef enum CtxrtStatus {
   CTXRT_ERR_INVALID = 3, /* well-formed input that breaks a rule (cycle, arity...) */
   CTXRT_ERR_ARG = 4,     /* a bad argument or spec string from the caller */
   CTXRT_ERR_NOMEM = 5,   /* out of memory, or an input too large to represent */
+  CTXRT_ERR_DEVICE = 6,  /* no CUDA driver or GPU, or the driver refused (its message) */
 } CtxrtStatus;
 
 /* Room for several lines: the weights check lists every problem it finds. */
@@ -680,6 +681,14 @@ typedef struct CtxrtModelDesc {
   int32_t out_buf;          /* a RESULT buffer: the output of node n is */
   int64_t out_off;          /*   bufs[out_buf][n * size + out_off ..] */
   int64_t out_size;         /*   out_size floats (the output row) */
+  /* A CUDA kernel (ctx build/run --target cuda; docs/cuda.md) instead of [kernel]:
+   * its PTX (NUL-terminated) and entry point, run as one cooperative launch of
+   * blocks of [gpu_block_threads] threads with [gpu_shared_bytes] of dynamic
+   * shared memory each. NULL [ptx]: the CPU kernel. */
+  const char *ptx;
+  const char *ptx_entry;
+  int32_t gpu_block_threads;
+  int64_t gpu_shared_bytes;
 } CtxrtModelDesc;
 
 typedef struct CtxrtModel CtxrtModel;
@@ -696,6 +705,13 @@ CtxrtStatus ctxrt_model_create(const CtxrtModelDesc *desc, const CtxrtWeights *w
  * or, when [weights_path] is NULL, the default initialiser's from [seed]. */
 CtxrtStatus ctxrt_model_load(const CtxrtModelDesc *desc, const char *weights_path,
                              uint64_t seed, CtxrtModel **out, CtxrtError *err);
+
+/* Loads the CUDA driver (dlopen of libcuda.so.1, or the library the environment
+ * variable CTXRT_CUDA_DRIVER names), initializes it and counts its GPUs into
+ * [*devices]. CTXRT_ERR_DEVICE: `error: no CUDA driver (libcuda.so.1 not
+ * found)`, a symbol it lacks, the driver's own error, or no GPU. A model with a
+ * CUDA kernel (desc->ptx) gets the same errors from ctxrt_model_create. */
+CtxrtStatus ctxrt_cuda_probe(int32_t *devices, CtxrtError *err);
 
 /* Frees [model] (and the weights it owns). NULL is allowed. */
 void ctxrt_model_destroy(CtxrtModel *model);

@@ -181,4 +181,21 @@ void ctxrt__team_barrier(void *ctx);
 /* Stops and joins the workers and frees [team]; NULL is allowed. */
 void ctxrt__team_destroy(CtxrtTeam *team);
 
+/* ---- CUDA (ctxrt_cuda.c) ------------------------------------------------------ */
+
+typedef struct CtxrtCuda CtxrtCuda;
+
+/* The GPU side of a model with a CUDA kernel (desc->ptx): the driver, the
+ * module, the weights uploaded from the host buffers [host_bufs] (PARAM and
+ * PACKED entries). CTXRT_ERR_DEVICE without a driver or GPU. */
+CtxrtStatus ctxrt__cuda_create(const CtxrtModelDesc *d, void *const *host_bufs, CtxrtCuda **out,
+                               CtxrtError *err);
+void ctxrt__cuda_destroy(CtxrtCuda *g);
+
+/* One batch: the inputs at [host] (as the CPU kernel would get them) copied,
+ * the kernel run, and the output buffer's rows (num_nodes + 1 of them) at
+ * [*result], valid until the next run. */
+CtxrtStatus ctxrt__cuda_run(CtxrtCuda *g, void *const *host, const CtxrtLinear *lin,
+                            int64_t widest, const float **result, CtxrtError *err);
+
 #endif /* CTXRT_INT_H */

@@ -35,6 +35,7 @@ struct CtxrtModel {
   int32_t threads;      /* ctxrt_model_set_threads: 0 = the default */
   CtxrtTeam *team;      /* NULL until a run needs more than one thread */
   int32_t team_want;    /* the count [team] was created for */
+  CtxrtCuda *gpu;       /* a CUDA kernel's GPU side (desc->ptx), else NULL */
 };
 
 /* [b]'s block of [t] transposed into panels (CTXRT_BUF_PACKED) in a new
@@ -103,6 +104,7 @@ CtxrtStatus ctxrt_model_create(const CtxrtModelDesc *desc, const CtxrtWeights *w
     return ctxrt__nomem(err, NULL);
   }
   CtxrtStatus st = bind_params(m, weights, err);
+  if (!st && desc->ptx) st = ctxrt__cuda_create(desc, m->bufs, &m->gpu, err);
   if (st) {
     ctxrt_model_destroy(m);
     return st;
@@ -135,6 +137,7 @@ CtxrtStatus ctxrt_model_load(const CtxrtModelDesc *desc, const char *weights_pat
 void ctxrt_model_destroy(CtxrtModel *m) {
   if (!m) return;
   ctxrt__team_destroy(m->team);
+  ctxrt__cuda_destroy(m->gpu);
   if (m->rows)
     for (int32_t b = 0; b < m->d->num_bufs; b++) free(m->rows[b]);
   free(m->rows);
@@ -268,8 +271,13 @@ CtxrtStatus ctxrt_model_run(CtxrtModel *m, const CtxrtForest *forest, int all_no
   int64_t rows = all_nodes ? lin->num_nodes : lin->num_outputs;
   float *dst = out ? out : own_rows(m, rows);
   if (!dst || !bind_buffers(m, lin)) return ctxrt__nomem(err, NULL);
-  ctxrt__team_run(team_for_run(m), d->kernel, m->bufs, lin->num_nodes, lin->num_levels);
   const float *res = m->rows[d->out_buf];
+  if (m->gpu) {
+    st = ctxrt__cuda_run(m->gpu, m->bufs, lin, widest_level(lin), &res, err);
+    if (st) return st;
+  } else {
+    ctxrt__team_run(team_for_run(m), d->kernel, m->bufs, lin->num_nodes, lin->num_levels);
+  }
   size_t stride = (size_t)d->bufs[d->out_buf].size, size = (size_t)d->out_size;
   for (int64_t r = 0; r < rows; r++) {
     size_t node = (size_t)(all_nodes ? lin->to_new[r] : lin->outputs[r]);

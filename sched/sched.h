@@ -94,4 +94,38 @@ SchedPlan sched_schedule_plan(CtxDiag *diag, const Schedule *s, unsigned disable
  * apply) or an internal compiler error to [diag]. */
 bool sched_apply(CtxArena *arena, CtxDiag *diag, IlirKernel *k, SchedPlan *plan);
 
+/* ---- the CUDA target (sched_gpu.c) ------------------------------------------------- */
+
+enum { SCHED_MAX_CACHE = 16 };
+
+/* What a CUDA schedule adds to the shared passes' plan. */
+typedef struct {
+  bool bind_blocks;               /* nodes to blocks, rows to threads (else nodes to
+                                     threads) */
+  int cache[SCHED_MAX_CACHE];     /* RaProgram parameters to cache in shared memory */
+  int ncache;
+  CtxSpan cache_span;             /* the cache directive (warnings) */
+  long shared_limit;              /* shared memory per block, bytes */
+} SchedGpuPlan;
+
+/* Shared memory per block of the GPU architecture [arch] ("sm_90"; NULL:
+ * sm_90), bytes. */
+long sched_gpu_shared_limit(const char *arch);
+
+/* The plan of the checked cuda schedule [s] (NULL: the default CUDA
+ * schedule) for the shared passes, and its GPU part into [*gpu]; directives
+ * the cuda backend does not apply draw warnings on [diag]. */
+SchedPlan sched_cuda_plan(CtxDiag *diag, const Schedule *s, unsigned disabled,
+                          SchedGpuPlan *gpu);
+
+/* Binds the loops of [k] (after sched_apply) to blocks and threads and marks
+ * the parameters cached in shared memory as [gpu] says, then checks the
+ * result with sched_gpu_verify. False after an error reported to [diag]. */
+bool sched_gpu_apply(CtxDiag *diag, IlirKernel *k, const SchedGpuPlan *gpu);
+
+/* Checks that [k]'s bound loops are sound (sched_gpu.c: no thread reads what
+ * another writes inside a phase between barriers); an internal compiler error
+ * on [diag] and false when not. */
+bool sched_gpu_verify(const IlirKernel *k, CtxDiag *diag);
+
 #endif

@@ -1,0 +1,55 @@
+#!/bin/sh
+# ptx_check.sh — every zoo model's CUDA kernel (default CUDA schedule, and each
+# shipped examples/MODEL.cuda.sched) as PTX: `ctx check --target cuda
+# --emit=ptx`, structure checked (one .entry, .target sm_90, the grid
+# barrier's atom.add.release.gpu / ld.acquire.gpu and bar.sync, no .extern
+# .func), then `ptxas --gpu-name sm_90 -v`, which must accept it with no
+# spills. Also sm_80 once per model. Exit 77 (skip) where ptxas is absent.
+#
+#   ptx_check.sh CTX SOURCE_DIR [PTXAS]
+set -u
+ctx=$1 src=$2 ptxas=${3:-/usr/local/cuda/bin/ptxas}
+if [ ! -x "$ptxas" ]; then
+  echo "skipped: no ptxas at $ptxas (the CUDA toolkit is not installed)"
+  exit 77
+fi
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+check() { # NAME ARCH CTX-ARGS...
+  name=$1 arch=$2
+  shift 2
+  if ! "$ctx" check --target cuda --gpu-arch "$arch" --emit=ptx "$@" >"$tmp/k.ptx" 2>"$tmp/err"; then
+    echo "FAIL $name: ctx exit $?"; cat "$tmp/err"; fail=$((fail + 1)); return
+  fi
+  why=""
+  [ "$(grep -c '^\.visible \.entry' "$tmp/k.ptx")" = 1 ] || why="not one .entry"
+  grep -q "^\.target $arch" "$tmp/k.ptx" || why="$why no .target $arch"
+  grep -q 'atom\.add\.release\.gpu\.global\.u32' "$tmp/k.ptx" || why="$why no grid-barrier atom"
+  grep -q 'ld\.acquire\.gpu\.global\.u32' "$tmp/k.ptx" || why="$why no acquire load"
+  grep -q 'bar\.sync' "$tmp/k.ptx" || why="$why no bar.sync"
+  if grep -q '\.extern \.func' "$tmp/k.ptx"; then why="$why an .extern .func"; fi
+  if ! "$ptxas" --gpu-name "$arch" -v "$tmp/k.ptx" -o "$tmp/k.cubin" >"$tmp/ptxas" 2>&1; then
+    why="$why ptxas rejects it: $(head -3 "$tmp/ptxas")"
+  elif ! grep -q ' 0 bytes spill stores, 0 bytes spill loads' "$tmp/ptxas"; then
+    why="$why spills: $(grep spill "$tmp/ptxas")"
+  fi
+  if [ -z "$why" ]; then
+    echo "ok   $name: $(grep -o 'Used [0-9]* registers' "$tmp/ptxas")"; pass=$((pass + 1))
+  else
+    echo "FAIL $name:$why"; fail=$((fail + 1))
+  fi
+}
+for m in "$src"/examples/*.ctx; do
+  base=$(basename "$m" .ctx)
+  check "$base" sm_90 "$m"
+  check "$base sm_80" sm_80 "$m"
+  check "$base H=512" sm_90 -D H=512 "$m"
+  for s in "$src"/examples/"$base".cuda.sched; do
+    [ -f "$s" ] || continue
+    check "$base -s $(basename "$s")" sm_90 -s "$s" "$m"
+    check "$base -s $(basename "$s") H=8 (cached in shared)" sm_90 -D H=8 -s "$s" "$m"
+  done
+done
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]

@@ -1,0 +1,101 @@
+#!/usr/bin/python3
+"""cuda_mock.py — the CUDA runtime (runtime/ctxrt_cuda.c) end to end without a
+GPU: `ctx build --target cuda` libraries run by gpu_run against the mock
+driver (mock_cuda.c), which checks every allocation, copy and launch and runs
+the CPU build of the same CUDA-scheduled kernel (`ctx build --target cuda
+--on-cpu`) in place of the PTX. Outputs are compared with `ctx run --interp`
+(docs/testing.md's float32 tolerances), for every zoo model on a batch of
+structures (roots and all nodes) and treelstm with its CUDA schedule. Prints
+one line per case and `N passed, N failed`; exits 1 on a failure.
+
+    cuda_mock.py --ctx CTX --gpu-run GPU_RUN --mock LIBMOCK.so
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "lang-tests", "oracle"))
+
+import make_data  # noqa: E402
+
+# model, dims, shape class, extra ctx flags
+CASES = [
+    ("treefc", {"H": 16, "V": 50}, "batch", []),
+    ("treegru", {"H": 12, "V": 50}, "batch", []),
+    ("treelstm", {"H": 16, "V": 50}, "batch", []),
+    ("treelstm", {"H": 8, "V": 50}, "random",
+     ["-s", os.path.join(REPO, "examples", "treelstm.cuda.sched")]),
+    ("mvrnn", {"H": 8, "V": 50}, "batch", []),
+    ("childsum", {"H": 12, "V": 50, "K": 4}, "tree-batch", []),
+    ("dagrnn", {"H": 16}, "dag-batch", []),
+    ("seqlstm", {"H": 16, "V": 50}, "seq-batch", []),
+]
+
+
+def dims_args(d):
+    return [x for k, v in d.items() for x in ("-D", "%s=%s" % (k, v))]
+
+
+def check(a, tmp, i, model, dims, shape, extra):
+    d = os.path.join(tmp, str(i))
+    os.makedirs(d)
+    src = os.path.join(REPO, "examples", model + ".ctx")
+    inp = os.path.join(d, "input.txt")
+    make_data.make_input(inp, shape, make_data.input_dims(model, dims), seed=i + 1)
+    fmt = make_data.shape_format(shape)
+    gpu, cpu = os.path.join(d, "gpu"), os.path.join(d, "cpu")
+    flags = dims_args(dims) + extra
+    for out, more in ((gpu, []), (cpu, ["--on-cpu"])):
+        subprocess.run([a.ctx, "build", "--target", "cuda", src, "-o", out] + more + flags,
+                       check=True, capture_output=True)
+    nbufs = subprocess.run([a.ctx, "check", "--target", "cuda", "--dump=ilir", src] + flags,
+                           check=True, capture_output=True, text=True).stdout.count("\n  buf ")
+    env = dict(os.environ, CTXRT_CUDA_DRIVER=a.mock, MOCK_CUDA_NBUFS=str(nbufs),
+               MOCK_CUDA_KERNEL_LIB=os.path.join(cpu, "lib%s.so" % model))
+    fails = []
+    for all_nodes in (False, True):
+        tail = ["--all-nodes"] if all_nodes else []
+        got_p, ref_p = os.path.join(d, "got.npy"), os.path.join(d, "ref.npy")
+        r = subprocess.run([a.gpu_run, gpu, model, "--input", inp, "--format", fmt,
+                            "--output", got_p] + tail, env=env, capture_output=True, text=True)
+        if r.returncode != 0:
+            fails.append("gpu_run exit %d: %s" % (r.returncode, r.stderr.strip()))
+            continue
+        subprocess.run([a.ctx, "run", src, "--interp", "--input", inp, "--format", fmt,
+                        "--output", ref_p] + tail + dims_args(dims), check=True,
+                       capture_output=True)
+        got, ref = np.load(got_p), np.load(ref_p)
+        if got.shape != ref.shape or not np.allclose(got, ref, rtol=1e-4, atol=1e-5):
+            fails.append("%s differs from the interpreter" % ("all nodes" if all_nodes else
+                                                              "roots"))
+    return fails
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ctx", required=True)
+    ap.add_argument("--gpu-run", required=True)
+    ap.add_argument("--mock", required=True)
+    a = ap.parse_args()
+    passed = failed = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, (model, dims, shape, extra) in enumerate(CASES):
+            name = "%s %s %s" % (model, shape, " ".join(os.path.basename(x) for x in extra))
+            fails = check(a, tmp, i, model, dims, shape, extra)
+            print("%s %s%s" % ("FAIL" if fails else "ok  ", name,
+                               ": " + "; ".join(fails) if fails else ""))
+            passed += not fails
+            failed += bool(fails)
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,261 @@
+/* sched_gpu.c — schedules for the CUDA target: the plan of a `schedule M
+ * for cuda` block (or the default one), the GPU bindings and shared-memory
+ * caching applied to scheduled ILIR, and the check that keeps the bound ILIR
+ * sound on both backends.
+ *
+ * The passes the CPU uses that do not depend on the machine are shared
+ * (sched_apply: leaf specialization, hoisting, dense scratch, the loop
+ * directives); register tiles and epilogue fusion are CPU code shapes and
+ * stay off. After them, sched_gpu_apply:
+ *
+ *   bind node to block     every NODES loop's nodes shared among the blocks
+ *                          (ILIR_BIND_BLOCK), every loop of its body over the
+ *                          output rows shared among the block's threads
+ *                          (ILIR_BIND_THREAD, a block barrier after each) —
+ *                          the default; where a NODES loop's body is not all
+ *                          loops the kernel keeps nodes on threads
+ *   bind node to thread    each GPU thread one node (ilir.h's team, unbound)
+ *   cache W, ... in shared parameters copied into each block's shared memory
+ *                          at the kernel's start, in order while they fit in
+ *                          the architecture's shared memory per block; the
+ *                          rest are read through the read-only path (a
+ *                          warning says which)
+ *
+ * Soundness (sched_gpu_verify; TESTING.md "CUDA without a GPU"): the CPU
+ * backend runs bound loops as ordinary loops and block barriers as nothing,
+ * which computes the same values as the GPU only if inside a barrier-free
+ * phase no thread reads what another thread writes. A phase is one THREAD
+ * loop: each of its iterations stores only elements of its own (indices
+ * moving with the loop variable) and reads a buffer the loop stores into only
+ * at an element the same iteration stores. Across blocks the CPU team's rule
+ * holds (every store writes the row of the node being computed).
+ */
+#include "sched/sched_int.h"
+
+#include <string.h>
+
+/* Shared memory per block by opt-in, bytes (CUDA C Programming Guide,
+ * "Technical Specifications per Compute Capability": 8.0: 163 KB, 8.6 / 8.9:
+ * 99 KB, 9.0: 227 KB). */
+long sched_gpu_shared_limit(const char *arch) {
+  if (arch && strcmp(arch, "sm_80") == 0) return 163L * 1024;
+  if (arch && (strcmp(arch, "sm_86") == 0 || strcmp(arch, "sm_89") == 0)) return 99L * 1024;
+  return 227L * 1024;
+}
+
+static void cuda_directive(CtxDiag *diag, const SchedDirective *d, SchedPlan *plan,
+                           SchedGpuPlan *gpu) {
+  switch (d->verb) {
+  case SCHED_DYNAMIC_BATCH: case SCHED_PERSIST: break; /* always so: one kernel */
+  case SCHED_SPECIALIZE: plan->specialize_leaf = true; break;
+  case SCHED_HOIST: plan->hoist_invariant = plan->hoist_products = true; break;
+  case SCHED_DENSE: plan->dense_scratch = true; break;
+  case SCHED_BIND:
+    for (int a = 0; a < d->naxes; a++)
+      if (strcmp(d->axes[a], "node") == 0)
+        gpu->bind_blocks = strcmp(d->where[a], "block") == 0;
+    break;
+  case SCHED_CACHE:
+    if (d->where[0] && strcmp(d->where[0], "shared") == 0) {
+      for (int i = 0; i < d->nparams && gpu->ncache < SCHED_MAX_CACHE; i++)
+        gpu->cache[gpu->ncache++] = d->params[i];
+      gpu->cache_span = d->span;
+    } else {
+      ctx_diag_warning(diag, d->span, "not applied: the cuda backend keeps a node's values "
+                                      "in registers where it can; 'cache ... in registers' "
+                                      "is not a directive of it");
+    }
+    break;
+  case SCHED_TILE: case SCHED_FUSE: case SCHED_PARALLEL: case SCHED_UNROLL_RECURSION:
+    ctx_diag_warning(diag, d->span, "not applied: the cuda backend shares a level's nodes "
+                                    "among blocks and their rows among threads (bind)");
+    break;
+  default: break; /* split, unroll, reorder, vectorize: sched_schedule_loops */
+  }
+}
+
+SchedPlan sched_cuda_plan(CtxDiag *diag, const Schedule *s, unsigned disabled,
+                          SchedGpuPlan *gpu) {
+  memset(gpu, 0, sizeof *gpu);
+  gpu->bind_blocks = true;
+  gpu->shared_limit = sched_gpu_shared_limit(NULL);
+  SchedPlan plan = sched_default_plan(disabled | RA_OPT_REGISTER_TILE | RA_OPT_FUSE_EPILOGUE);
+  if (!s) return plan;
+  memset(&plan, 0, sizeof plan);
+  plan.interchange = !(disabled & RA_OPT_INTERCHANGE);
+  plan.schedule = s;
+  for (int i = 0; i < s->ndirs; i++) cuda_directive(diag, &s->dirs[i], &plan, gpu);
+  return plan;
+}
+
+/* ---- binding ------------------------------------------------------------------------ */
+
+/* Does every store inside [s] move with [v] (distinct iterations, distinct
+ * elements)? */
+static bool stores_move(const IlirStmt *s, const IlirVar *v) {
+  if (s->kind == ILIR_STORE) {
+    long c = ilir_coef(s->index, v);
+    return c != 0 && c != ILIR_NONLINEAR;
+  }
+  const IlirBlock *bs[3] = {&s->body, &s->then, &s->els};
+  for (int j = 0; j < 3; j++)
+    for (int i = 0; i < bs[j]->n; i++)
+      if (!stores_move(bs[j]->stmts[i], v)) return false;
+  return true;
+}
+
+/* Binds the statements of a block loop's body [b] (when [bind]): a loop
+ * whose stores move with its variable to threads, a loop of such loops (over
+ * a node's dependencies, say) stays a loop every thread of the block runs
+ * alike, with its inner loops bound. Returns false when a statement is
+ * neither. */
+static bool bind_rows(IlirBlock *b, bool bind) {
+  for (int i = 0; i < b->n; i++) {
+    IlirStmt *s = b->stmts[i];
+    if (s->kind != ILIR_LOOP || s->tile_nodes || s->loop == ILIR_LOOP_NODES) return false;
+    if (stores_move(s, s->var)) {
+      if (bind) s->bind = ILIR_BIND_THREAD;
+    } else if (!bind_rows(&s->body, bind)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/* Visits the NODES loops of [b]: counts those that cannot be bound into
+ * [*bad], and binds them all when [bind]. */
+static void bind_nodes(IlirBlock *b, bool bind, int *bad) {
+  for (int i = 0; i < b->n; i++) {
+    IlirStmt *s = b->stmts[i];
+    if (s->kind == ILIR_LOOP && s->loop == ILIR_LOOP_NODES) {
+      if (s->tile_nodes || !bind_rows(&s->body, false)) (*bad)++;
+      if (!bind) continue;
+      s->bind = ILIR_BIND_BLOCK;
+      bind_rows(&s->body, true);
+      continue;
+    }
+    if (s->kind == ILIR_LOOP) bind_nodes(&s->body, bind, bad);
+    if (s->kind == ILIR_IF) bind_nodes(&s->then, bind, bad), bind_nodes(&s->els, bind, bad);
+  }
+}
+
+static void cache_params(CtxDiag *diag, IlirKernel *k, const SchedGpuPlan *gpu) {
+  long used = 0;
+  for (int c = 0; c < gpu->ncache; c++) {
+    for (int b = 0; b < k->nbufs; b++) {
+      IlirBuf *buf = &k->bufs[b];
+      if (buf->kind != ILIR_BUF_PARAM || buf->index != gpu->cache[c] || buf->shared) continue;
+      long bytes = (buf->size + 3) / 4 * 16;
+      if (used + bytes > gpu->shared_limit) {
+        ctx_diag_warning(diag, gpu->cache_span, "'%s' (%ld KB) does not fit in the %ld KB of "
+                         "shared memory per block left: read from global memory", buf->name,
+                         bytes / 1024, (gpu->shared_limit - used) / 1024);
+        continue;
+      }
+      buf->shared = true;
+      used += bytes;
+    }
+  }
+}
+
+bool sched_gpu_apply(CtxDiag *diag, IlirKernel *k, const SchedGpuPlan *gpu) {
+  int bad = 0;
+  if (gpu->bind_blocks) bind_nodes(&k->body, false, &bad);
+  if (gpu->bind_blocks && !bad) bind_nodes(&k->body, true, &bad);
+  cache_params(diag, k, gpu);
+  return sched_gpu_verify(k, diag);
+}
+
+/* ---- the check ---------------------------------------------------------------------- */
+
+typedef struct {
+  const IlirKernel *k;
+  CtxDiag *diag;
+  const IlirVar *var;  /* the THREAD loop's */
+  const IlirStmt *stores[64];
+  int nstores;
+  bool ok;
+} Phase;
+
+static void phase_fail(Phase *P, const char *what) {
+  if (P->ok)
+    CTX_ICE(P->diag, "sched: unsound GPU binding in kernel '%s': %s (loop '%s')", P->k->name,
+            what, P->var->name);
+  P->ok = false;
+}
+
+static void collect_stores(Phase *P, const IlirBlock *b) {
+  for (int i = 0; i < b->n; i++) {
+    const IlirStmt *s = b->stmts[i];
+    if (s->kind == ILIR_STORE) {
+      long c = ilir_coef(s->index, P->var);
+      if (c == 0 || c == ILIR_NONLINEAR) phase_fail(P, "a store not of the thread's own elements");
+      if (P->nstores < 64) P->stores[P->nstores++] = s;
+      else phase_fail(P, "too many stores");
+    }
+    if (s->kind == ILIR_LOOP && s->bind) phase_fail(P, "a bound loop inside a thread loop");
+    collect_stores(P, &s->body), collect_stores(P, &s->then), collect_stores(P, &s->els);
+  }
+}
+
+/* Every load of a buffer the phase stores into is of an element it stores. */
+static void check_loads(Phase *P, const IlirExpr *e) {
+  if (!e) return;
+  if (e->kind == ILIR_LOAD) {
+    bool stored = false, same = false;
+    for (int i = 0; i < P->nstores; i++) {
+      if (P->stores[i]->buf != e->buf) continue;
+      stored = true;
+      same |= ilir_same_expr(P->stores[i]->index, e->a, NULL, NULL);
+    }
+    if (stored && !same) phase_fail(P, "a read of another thread's element in one phase");
+  }
+  check_loads(P, e->a), check_loads(P, e->b), check_loads(P, e->c);
+  check_loads(P, e->lo), check_loads(P, e->hi);
+}
+
+static void check_block_loads(Phase *P, const IlirBlock *b) {
+  for (int i = 0; i < b->n; i++) {
+    const IlirStmt *s = b->stmts[i];
+    check_loads(P, s->lo), check_loads(P, s->hi), check_loads(P, s->index);
+    check_loads(P, s->value), check_loads(P, s->cond);
+    check_block_loads(P, &s->body), check_block_loads(P, &s->then);
+    check_block_loads(P, &s->els);
+  }
+}
+
+static bool verify_block(const IlirKernel *k, CtxDiag *diag, const IlirBlock *b, bool in_block) {
+  bool ok = true;
+  for (int i = 0; i < b->n && ok; i++) {
+    const IlirStmt *s = b->stmts[i];
+    if (s->kind == ILIR_LOOP && s->bind == ILIR_BIND_THREAD && in_block) {
+      Phase P = {k, diag, s->var, {0}, 0, true};
+      collect_stores(&P, &s->body);
+      check_block_loads(&P, &s->body);
+      ok = P.ok;
+      continue;
+    }
+    if (in_block && s->kind == ILIR_LOOP && !s->bind) { /* every thread alike */
+      ok = verify_block(k, diag, &s->body, true);
+      continue;
+    }
+    if (in_block || (s->kind == ILIR_LOOP && s->bind == ILIR_BIND_THREAD)) {
+      CTX_ICE(diag, "sched: unsound GPU binding in kernel '%s': %s", k->name,
+              in_block ? "a statement of a block loop outside a thread loop"
+                       : "a thread loop outside a block loop");
+      return false;
+    }
+    bool blk = s->kind == ILIR_LOOP && s->bind == ILIR_BIND_BLOCK;
+    if (blk && s->loop != ILIR_LOOP_NODES) {
+      CTX_ICE(diag, "sched: a block loop that is not a nodes loop in kernel '%s'", k->name);
+      return false;
+    }
+    ok = verify_block(k, diag, &s->body, blk) && verify_block(k, diag, &s->then, false) &&
+         verify_block(k, diag, &s->els, false);
+  }
+  return ok;
+}
+
+bool sched_gpu_verify(const IlirKernel *k, CtxDiag *diag) {
+  return verify_block(k, diag, &k->body, false);
+}

@@ -1,0 +1,171 @@
+/* sched_gpu_tests.c — the soundness check of GPU-bound ILIR (sched_gpu_verify,
+ * docs/cuda.md): kernels built by hand with block and thread loops, one that
+ * keeps the discipline and one for each way of breaking it (a read of
+ * another thread's element inside a phase, a store that does not move with
+ * the thread's loop, a statement of a block loop outside any thread loop, a
+ * thread loop outside a block loop, a block loop that is not a nodes loop). */
+#include "sched/sched.h"
+
+#include <check.h>
+#include <string.h>
+
+typedef struct {
+  CtxArena *a;
+  IlirKernel *k;
+  CtxSources srcs;
+  CtxDiag diag;
+  int x, y;      /* two scratch buffers of 8 floats per node */
+  IlirVar *n, *i, *j;
+} T;
+
+static void t_init(T *t) {
+  memset(t, 0, sizeof *t);
+  t->a = ctx_arena_new();
+  ctx_sources_init(&t->srcs);
+  ctx_diag_init(&t->diag, &t->srcs, NULL);
+  t->k = CTX_NEW(t->a, IlirKernel);
+  t->k->name = "k";
+  t->k->bufs = CTX_NEW_ARRAY(t->a, IlirBuf, 2);
+  t->k->bufs[0] = (IlirBuf){"x", ILIR_BUF_SCRATCH, 8, 0, 0, {0, 0, 0, 0, 0}, false};
+  t->k->bufs[1] = (IlirBuf){"y", ILIR_BUF_SCRATCH, 8, 0, 0, {0, 0, 0, 0, 0}, false};
+  t->k->nbufs = 2;
+  t->x = 0, t->y = 1;
+  t->n = ilir_new_var(t->a, t->k, "n");
+  t->i = ilir_new_var(t->a, t->k, "i");
+  t->j = ilir_new_var(t->a, t->k, "j");
+}
+
+static void t_done(T *t) {
+  ctx_sources_free(&t->srcs);
+  ctx_arena_free(t->a);
+}
+
+/* n * 8 + v + off */
+static IlirExpr *row(T *t, IlirVar *v, long off) {
+  IlirExpr *e = ilir_binary(t->a, ILIR_MUL, ilir_var(t->a, t->n), ilir_const_i(t->a, 8));
+  if (v) e = ilir_binary(t->a, ILIR_ADD, e, ilir_var(t->a, v));
+  return ilir_binary(t->a, ILIR_ADD, e, ilir_const_i(t->a, off));
+}
+
+static IlirBlock block(T *t, int n, IlirStmt **s) {
+  IlirBlock b = {CTX_NEW_ARRAY(t->a, IlirStmt *, n), n};
+  memcpy(b.stmts, s, sizeof *s * (size_t)n);
+  return b;
+}
+
+static IlirStmt *bound(T *t, IlirVar *v, IlirBind bind, IlirLoopKind kind, int n,
+                       IlirStmt **body) {
+  long hi = bind == ILIR_BIND_BLOCK ? 4 : 8;
+  IlirStmt *s = ilir_loop(t->a, v, ilir_const_i(t->a, 0), ilir_const_i(t->a, hi), kind,
+                          block(t, n, body));
+  s->bind = bind;
+  return s;
+}
+
+static IlirStmt *thread_loop(T *t, IlirVar *v, int n, IlirStmt **body) {
+  return bound(t, v, ILIR_BIND_THREAD, ILIR_LOOP_SERIAL, n, body);
+}
+
+/* The kernel: one block loop over n holding [body]. */
+static bool verify(T *t, int n, IlirStmt **body) {
+  IlirStmt *blk = bound(t, t->n, ILIR_BIND_BLOCK, ILIR_LOOP_NODES, n, body);
+  t->k->body = block(t, 1, &blk);
+  t->k->nvars = 3;
+  return sched_gpu_verify(t->k, &t->diag);
+}
+
+START_TEST(test_sound) {
+  T t;
+  t_init(&t);
+  /* phase 1 writes x, phase 2 reads x at any element: a barrier between */
+  IlirStmt *w = ilir_store(t.a, t.x, row(&t, t.i, 0), ilir_const_f(t.a, 1));
+  IlirStmt *r = ilir_store(t.a, t.y, row(&t, t.j, 0),
+                           ilir_load(t.a, t.k, t.x, row(&t, NULL, 7)));
+  /* and a phase that reads back its own element */
+  IlirStmt *own = ilir_store(t.a, t.x, row(&t, t.i, 0),
+                             ilir_load(t.a, t.k, t.x, row(&t, t.i, 0)));
+  IlirStmt *phases[3] = {thread_loop(&t, t.i, 1, &w), thread_loop(&t, t.j, 1, &r),
+                         thread_loop(&t, t.i, 1, &own)};
+  ck_assert(verify(&t, 3, phases));
+  ck_assert_int_eq(t.diag.ice, 0);
+  t_done(&t);
+}
+END_TEST
+
+START_TEST(test_read_of_another_thread) {
+  T t;
+  t_init(&t);
+  IlirStmt *s[2] = {ilir_store(t.a, t.x, row(&t, t.i, 0), ilir_const_f(t.a, 1)),
+                    ilir_store(t.a, t.y, row(&t, t.i, 0),
+                               ilir_load(t.a, t.k, t.x, row(&t, t.i, 1)))};
+  IlirStmt *phase = thread_loop(&t, t.i, 2, s);
+  ck_assert(!verify(&t, 1, &phase));
+  ck_assert_int_eq(t.diag.ice, 1);
+  t_done(&t);
+}
+END_TEST
+
+START_TEST(test_store_not_moving) {
+  T t;
+  t_init(&t);
+  IlirStmt *s = ilir_store(t.a, t.x, row(&t, NULL, 0), ilir_const_f(t.a, 1));
+  IlirStmt *phase = thread_loop(&t, t.i, 1, &s);
+  ck_assert(!verify(&t, 1, &phase));
+  ck_assert_int_eq(t.diag.ice, 1);
+  t_done(&t);
+}
+END_TEST
+
+START_TEST(test_statement_outside_phase) {
+  T t;
+  t_init(&t);
+  IlirStmt *s = ilir_store(t.a, t.x, row(&t, NULL, 0), ilir_const_f(t.a, 1));
+  ck_assert(!verify(&t, 1, &s));
+  ck_assert_int_eq(t.diag.ice, 1);
+  t_done(&t);
+}
+END_TEST
+
+START_TEST(test_thread_loop_outside_block) {
+  T t;
+  t_init(&t);
+  IlirStmt *s = ilir_store(t.a, t.x, ilir_var(t.a, t.i), ilir_const_f(t.a, 1));
+  IlirStmt *phase = thread_loop(&t, t.i, 1, &s);
+  t.k->body = block(&t, 1, &phase);
+  t.k->nvars = 3;
+  ck_assert(!sched_gpu_verify(t.k, &t.diag));
+  ck_assert_int_eq(t.diag.ice, 1);
+  t_done(&t);
+}
+END_TEST
+
+START_TEST(test_block_loop_not_nodes) {
+  T t;
+  t_init(&t);
+  IlirStmt *s = ilir_store(t.a, t.x, row(&t, t.i, 0), ilir_const_f(t.a, 1));
+  IlirStmt *phase = thread_loop(&t, t.i, 1, &s);
+  IlirStmt *blk = bound(&t, t.n, ILIR_BIND_BLOCK, ILIR_LOOP_SERIAL, 1, &phase);
+  t.k->body = block(&t, 1, &blk);
+  t.k->nvars = 3;
+  ck_assert(!sched_gpu_verify(t.k, &t.diag));
+  ck_assert_int_eq(t.diag.ice, 1);
+  t_done(&t);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("sched_gpu");
+  TCase *tc = tcase_create("verify");
+  tcase_add_test(tc, test_sound);
+  tcase_add_test(tc, test_read_of_another_thread);
+  tcase_add_test(tc, test_store_not_moving);
+  tcase_add_test(tc, test_statement_outside_phase);
+  tcase_add_test(tc, test_thread_loop_outside_block);
+  tcase_add_test(tc, test_block_loop_not_nodes);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
+}

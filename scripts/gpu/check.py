@@ -1,0 +1,108 @@
+#!/usr/bin/python3
+"""check.py — the GPU half of the GPU check (run.sh runs it; docs/cuda.md).
+
+For every correctness case of cases.json: gpu_run on the case's library (ctx
+build --target cuda) and input, its float32 outputs compared with the
+interpreter's float64 ones: |got - ref| <= 1e-5 + 1e-4 |ref| (docs/testing.md,
+CUDA). Then the latency cases: ctx on the GPU (gpu_run --repeat, medians of
+what a user waits for: linearization, copies, the kernel), ctx on the CPU
+(measured where the bundle was made) and PyTorch eager on the GPU
+(torch_eager.py, where `import torch` works). Prints one line per case, the
+table, and last `N passed, N failed`.
+
+    check.py BUNDLE_DIR
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+RTOL, ATOL = 1e-4, 1e-5
+
+
+def gpu_run(root, case, extra, timeout=120):
+    d = os.path.join(root, case["dir"])
+    argv = [os.path.join(root, "gpu_run"), os.path.join(root, case["lib"]), case["model"],
+            "--input", os.path.join(d, "input.txt"), "--format", case["format"]] + extra
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+
+
+def check_case(root, case):
+    d = os.path.join(root, case["dir"])
+    got_path = os.path.join(d, "got.npy")
+    extra = ["--weights", os.path.join(d, "weights.safetensors"), "--output", got_path]
+    if case["all_nodes"]:
+        extra.append("--all-nodes")
+    try:
+        r = gpu_run(root, case, extra)
+    except subprocess.TimeoutExpired:
+        return "timed out"
+    if r.returncode != 0:
+        return "exit %d: %s" % (r.returncode, r.stderr.strip())
+    got, ref = np.load(got_path), np.load(os.path.join(d, "ref.npy"))
+    if got.shape != ref.shape:
+        return "shape %s, want %s" % (got.shape, ref.shape)
+    bad = ~np.isclose(got, ref, rtol=RTOL, atol=ATOL, equal_nan=True)
+    if bad.any():
+        return "%d elements off, max |diff| %g" % (bad.sum(), np.max(np.abs(got - ref)))
+    return None
+
+
+def median_us(r):
+    for line in r.stdout.splitlines():
+        if line.startswith("time_us:"):
+            return float(line.split("median=")[1].split()[0])
+    return None
+
+
+def latency(root, cases):
+    sys.path.insert(0, root)
+    try:
+        import torch_eager
+        torch_ok = torch_eager.available()
+    except Exception:  # no torch, or no CUDA in it
+        torch_ok = False
+    print("\nlatency per call, microseconds (median):")
+    print("%-9s %4s %3s %12s %12s %12s %9s %9s" % ("model", "H", "B", "ctx GPU", "ctx CPU",
+                                                   "torch GPU", "CPU/GPU", "torch/GPU"))
+    for c in cases:
+        try:
+            r = gpu_run(root, c, ["--repeat", "200"], timeout=60)
+            gpu = median_us(r) if r.returncode == 0 else None
+        except subprocess.TimeoutExpired:
+            gpu = None
+        t = None
+        if torch_ok:
+            try:
+                t = torch_eager.median_us(c["model"], os.path.join(root, c["dir"], "input.txt"),
+                                          c["format"], c["dims"])
+            except Exception as e:  # report, keep going
+                print("torch_eager %s: %s" % (c["model"], e))
+        cpu = c.get("cpu_us")
+        fmt = lambda v: "%12.1f" % v if v else "%12s" % "-"  # noqa: E731
+        ratio = lambda x, y: "%9.1f" % (x / y) if x and y else "%9s" % "-"  # noqa: E731
+        print("%-9s %4d %3d %s %s %s %s %s" % (c["model"], c["H"], c["B"], fmt(gpu), fmt(cpu),
+                                               fmt(t), ratio(cpu, gpu), ratio(t, gpu)))
+
+
+def main():
+    root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(__file__))
+    with open(os.path.join(root, "cases.json")) as f:
+        spec = json.load(f)
+    passed = failed = 0
+    for case in spec["cases"]:
+        why = check_case(root, case)
+        print("%s %s%s" % ("ok  " if why is None else "FAIL", case["name"],
+                           "" if why is None else ": " + why))
+        passed += why is None
+        failed += why is not None
+    latency(root, spec["latency"])
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
