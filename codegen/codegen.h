@@ -70,4 +70,66 @@ bool cg_emit_asm(CtxBuf *out, const IlirKernel *k, CtxDiag *diag);
  * write). */
 bool cg_emit_object(const IlirKernel *k, const char *path, CtxDiag *diag);
 
+/* ---- profiling and perf (ctx run --profile, --perf-map; cg_profile.c) ----
+ *
+ * A profiled kernel brackets each top-level statement of its body (a levels
+ * loop, a prologue loop) and each top-level statement of a levels loop's
+ * body (a node loop: one operator or a fused group) with reads of the cycle
+ * counter (llvm.readcyclecounter). Thread 0 alone adds, per region, the
+ * cycles, the executions, the iterations (a node loop's nodes over its whole
+ * range: every thread's share; a levels loop's levels) and the bytes of
+ * parameters it read into a global array of the module (CG_PROF_FIELDS
+ * int64 per region). An unprofiled kernel is exactly the plain one. */
+
+/* One profiled region of a kernel. */
+typedef struct {
+  char *name;     /* "leaf level", "inner levels", "cell.mm1 (tile 4x64) + g" */
+  int parent;     /* the enclosing region's index, -1 at the top */
+  const IlirStmt *stmt;
+  bool node_loop; /* iterations are nodes (a NODES or PARALLEL loop) */
+  /* FLOPs per iteration: 2 per multiply-add of the sum reductions (a matrix
+   * product's work; elementwise operations are not counted), -1 when a
+   * trip count is not a constant */
+  double flops;
+  int nparams;    /* parameter buffers read: [size, loads per iteration] */
+  long (*params)[2];
+} CgProfRegion;
+
+typedef struct {
+  CgProfRegion *regions;
+  int n;
+} CgProfile;
+
+enum { CG_PROF_CYCLES, CG_PROF_RUNS, CG_PROF_ITERS, CG_PROF_BYTES, CG_PROF_FIELDS };
+
+/* The regions of [k] in program order, parents before their children (a
+ * malloc'd plan; free it with cg_profile_free). */
+CgProfile *cg_profile_plan(const IlirKernel *k);
+void cg_profile_free(CgProfile *p);
+
+/* What cg_jit_compile_with compiles: [profile] NULL for the plain kernel. */
+typedef struct {
+  const CgProfile *profile;
+} CgJitOptions;
+
+/* cg_jit_compile with [opts]. */
+CgJit *cg_jit_compile_with(const IlirKernel *k, const CgJitOptions *opts, CtxDiag *diag);
+
+/* The counters of a kernel compiled with a profile: profile->n *
+ * CG_PROF_FIELDS int64 (zero them to start over); NULL without a profile. */
+int64_t *cg_jit_counters(const CgJit *jit);
+
+/* The cycle counter the profiled kernel reads, now (0 without a profile). */
+uint64_t cg_jit_cycles(const CgJit *jit);
+
+/* A function of the compiled code: its name, address and size in bytes. */
+typedef struct {
+  char *name;
+  uint64_t addr, size;
+} CgJitSym;
+
+/* The functions [jit]'s code holds (from its object file's symbol table),
+ * into [*syms] (owned by [jit]); returns their number. */
+int cg_jit_symbols(const CgJit *jit, const CgJitSym **syms);
+
 #endif

@@ -74,6 +74,11 @@ static const char run_options[] =
     "                     (linearization included):\n"
     "                     time: median_ms=.. p10_ms=.. p90_ms=.. batches=.. batch_size=..\n"
     "  --threads N        threads the kernel runs on (default: every core)\n"
+    "  --profile          after one untimed pass, end with where the time went:\n"
+    "                     linearization, each level loop and each node loop of the\n"
+    "                     kernel (ms per run, share, MFLOP, GFLOP/s, weight MB)\n"
+    "  --perf-map         name the JIT-compiled functions in /tmp/perf-PID.map, so\n"
+    "                     that perf report shows them (README, \"Profiling\")\n"
     "  -D NAME=VALUE      override dim NAME (also -DNAME=VALUE)\n"
     OPT_OPTIONS
     "  --error-limit=N    stop after N errors (default 20, 0 = no limit)\n"

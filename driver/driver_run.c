@@ -23,6 +23,7 @@
 #include "driver/driver_jit.h"
 #ifdef CTX_HAVE_JIT
 #include "codegen/codegen.h"
+#include "driver/driver_profile.h"
 #endif
 
 #include <errno.h>
@@ -59,6 +60,7 @@ typedef struct {
   CgJit *jit;
   CtxModelDesc desc;
   CtxrtModel *model;
+  CtxProfile *prof; /* --profile */
 #endif
   char *sample; /* path of the bundled sample read, if any */
   CtxBuf timing; /* --time: the line printed last */
@@ -148,6 +150,10 @@ int ctx_run_option(int argc, char **argv, int *i, CtxOptions *o) {
     o->run.interp = true;
   } else if (strcmp(a, "--time") == 0) {
     o->run.time = true;
+  } else if (strcmp(a, "--profile") == 0) {
+    o->run.profile = true;
+  } else if (strcmp(a, "--perf-map") == 0) {
+    o->run.perf_map = true;
   } else if (strcmp(a, "--all-nodes") == 0) {
     o->run.all_nodes = true;
   } else if (strncmp(a, "--dump", 6) == 0 || strncmp(a, "--emit", 6) == 0 ||
@@ -190,6 +196,9 @@ static int check_command(CtxOptions *opts) {
           "(--interp)\n", stderr);
   r->interp = true;
 #endif
+  if (r->interp && (r->profile || r->perf_map))
+    return run_usage("%s applies to the compiled kernel, not to --interp",
+                     r->profile ? "--profile" : "--perf-map");
   if (r->input && r->gen) return run_usage("give --input or --gen, not both%s", "");
   if (r->format != CTX_FORMAT_AUTO && !r->input)
     return run_usage("--format applies to --input only%s", "");
@@ -438,6 +447,7 @@ static void run_free(CtxRun *r) {
   ctxrt_model_destroy(r->model);
   ctx_model_desc_free(&r->desc);
   cg_jit_free(r->jit);
+  ctx_profile_free(r->prof);
 #endif
   ctxrt_weights_destroy(r->weights);
   ctxrt_forest_destroy(r->forest);
@@ -461,7 +471,12 @@ static int compile_kernel(CtxRun *r) {
 #ifdef CTX_HAVE_JIT
   if (r->o->interp) return 0;
   r->k = ctx_pipeline_kernel(r->s, r->p);
-  if (r->k) r->jit = cg_jit_compile(r->k, &r->s->diag);
+  if (r->k && r->o->profile) r->prof = ctx_profile_create(r->k);
+  CgJitOptions jo = {r->prof ? ctx_profile_plan(r->prof) : NULL};
+  if (r->k) r->jit = cg_jit_compile_with(r->k, &jo, &r->s->diag);
+  char path[64];
+  if (r->jit && r->o->perf_map && !ctx_perf_map_write(r->jit, path, sizeof path))
+    fprintf(stderr, "ctx: warning: cannot write '%s'\n", path);
   if (r->jit) return 0;
   int rc = ctx_session_exit_code(r->s);
   return rc ? rc : CTX_EXIT_ICE;
@@ -559,7 +574,7 @@ static CtxrtStatus run_batches(CtxRun *r) {
   const CtxrtForest *f = r->forest;
   int64_t s = f->num_structs, batch = r->o->batch && (int64_t)r->o->batch < s ? (int64_t)r->o->batch : s;
   int64_t nb = batch ? (s + batch - 1) / batch : 0, reps = r->o->repeat ? (int64_t)r->o->repeat : 1;
-  if (nb <= 1 && reps == 1 && !r->o->time) return run_one(r, f, 0);
+  if (nb <= 1 && reps == 1 && !r->o->time && !r->o->profile) return run_one(r, f, 0);
   CtxrtForest **slices = ctx_xmalloc(((size_t)nb + 1) * sizeof *slices);
   int64_t *at = ctx_xmalloc(((size_t)nb + 1) * sizeof *at);
   double *ms = ctx_xmalloc(((size_t)(nb * reps) + 1) * sizeof *ms);
@@ -572,12 +587,24 @@ static CtxrtStatus run_batches(CtxRun *r) {
   CtxrtStatus st = CTXRT_OK;
   /* with --time, one untimed pass first (buffers grown, thread team started,
    * caches warm), as the bench's baselines do */
-  for (int64_t b = 0; r->o->time && b < nb && !st; b++) st = run_one(r, slices[b], at[b]);
+  bool warm = r->o->time || r->o->profile;
+  for (int64_t b = 0; warm && b < nb && !st; b++) st = run_one(r, slices[b], at[b]);
+#ifdef CTX_HAVE_JIT
+  if (r->prof) ctx_profile_start(r->prof, r->jit, r->model);
+#endif
   for (int64_t i = 0; i < nb * reps && !st; i++) {
     double t0 = now_ms();
     st = run_one(r, slices[i % nb], at[i % nb]);
     ms[i] = now_ms() - t0;
+#ifdef CTX_HAVE_JIT
+    if (r->prof) ctx_profile_add_run(r->prof, ms[i]);
+#endif
   }
+#ifdef CTX_HAVE_JIT
+  if (!st && r->prof)
+    ctx_profile_report(r->prof, r->jit, r->model, ctxrt_model_threads(r->model), r->p->name,
+                       &r->timing);
+#endif
   if (!st && r->o->time && nb) format_times(r, ms, nb * reps, batch);
   for (int64_t b = 0; b < nb; b++) slice_free(slices[b]);
   free(slices);
