@@ -21,17 +21,30 @@
 #include <time.h>
 #include <unistd.h>
 
+/* After each run: the counters and the model's timings so far, and the
+ * run's wall time. */
+typedef struct {
+  int64_t *counters;
+  CtxrtModelTimes times;
+  double ms;
+} Snapshot;
+
 struct CtxProfile {
   CgProfile *plan;
   uint64_t c0;
-  double t0, wall_ms;
-  int64_t runs;
+  double t0;
+  Snapshot *snaps;
+  int64_t runs, cap;
 };
 
 static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static size_t counters_size(const CtxProfile *p) {
+  return (size_t)p->plan->n * CG_PROF_FIELDS * sizeof(int64_t);
 }
 
 CtxProfile *ctx_profile_create(const IlirKernel *k) {
@@ -43,24 +56,82 @@ CtxProfile *ctx_profile_create(const IlirKernel *k) {
 
 const CgProfile *ctx_profile_plan(const CtxProfile *p) { return p->plan; }
 
+static void drop_snapshots(CtxProfile *p) {
+  for (int64_t i = 0; i < p->runs; i++) free(p->snaps[i].counters);
+  p->runs = 0;
+}
+
 void ctx_profile_free(CtxProfile *p) {
   if (!p) return;
+  drop_snapshots(p);
+  free(p->snaps);
   cg_profile_free(p->plan);
   free(p);
 }
 
 void ctx_profile_start(CtxProfile *p, CgJit *jit, CtxrtModel *model) {
-  memset(cg_jit_counters(jit), 0, (size_t)p->plan->n * CG_PROF_FIELDS * sizeof(int64_t));
+  memset(cg_jit_counters(jit), 0, counters_size(p));
   ctxrt_model_reset_times(model);
-  p->wall_ms = 0;
-  p->runs = 0;
+  drop_snapshots(p);
   p->t0 = now_s();
   p->c0 = cg_jit_cycles(jit);
 }
 
-void ctx_profile_add_run(CtxProfile *p, double ms) {
-  p->wall_ms += ms;
-  p->runs++;
+void ctx_profile_add_run(CtxProfile *p, const CgJit *jit, const CtxrtModel *model, double ms) {
+  if (p->runs == p->cap) {
+    p->cap = p->cap ? 2 * p->cap : 16;
+    p->snaps = realloc(p->snaps, (size_t)p->cap * sizeof *p->snaps);
+    if (!p->snaps) ctx_oom();
+  }
+  Snapshot *s = &p->snaps[p->runs++];
+  s->counters = ctx_xmalloc(counters_size(p) + 1);
+  memcpy(s->counters, cg_jit_counters(jit), counters_size(p));
+  ctxrt_model_times(model, &s->times);
+  s->ms = ms;
+}
+
+/* ---- the runs shown ------------------------------------------------------------ */
+
+/* Sums over the runs shown: the faster half (by wall time), so that a run
+ * the machine preempted (a loaded machine stretches one run in ten by
+ * milliseconds) does not make the mean. Every row sums the same runs, so
+ * the rows still add up. */
+typedef struct {
+  int64_t *counters;
+  CtxrtModelTimes times;
+  double wall_s;
+  int64_t shown;
+} Totals;
+
+static int cmp_ms(const void *a, const void *b) {
+  double x = (*(const Snapshot *const *)a)->ms, y = (*(const Snapshot *const *)b)->ms;
+  return (x > y) - (x < y);
+}
+
+/* Run [i]'s own counters and timings into [t] (added). */
+static void add_run(const CtxProfile *p, int64_t i, Totals *t) {
+  const Snapshot *s = &p->snaps[i], *prev = i ? &p->snaps[i - 1] : NULL;
+  size_t n = counters_size(p) / sizeof(int64_t);
+  for (size_t f = 0; f < n; f++) t->counters[f] += s->counters[f] - (prev ? prev->counters[f] : 0);
+  t->times.linearize_s += s->times.linearize_s - (prev ? prev->times.linearize_s : 0);
+  t->times.bind_s += s->times.bind_s - (prev ? prev->times.bind_s : 0);
+  t->times.kernel_s += s->times.kernel_s - (prev ? prev->times.kernel_s : 0);
+  t->times.copy_s += s->times.copy_s - (prev ? prev->times.copy_s : 0);
+  t->wall_s += s->ms * 1e-3;
+  t->shown++;
+}
+
+static Totals faster_half(const CtxProfile *p) {
+  Totals t;
+  memset(&t, 0, sizeof t);
+  t.counters = calloc(counters_size(p) / sizeof(int64_t) + 1, sizeof(int64_t));
+  const Snapshot **order = ctx_xmalloc(((size_t)p->runs + 1) * sizeof *order);
+  if (!t.counters) ctx_oom();
+  for (int64_t i = 0; i < p->runs; i++) order[i] = &p->snaps[i];
+  qsort(order, (size_t)p->runs, sizeof *order, cmp_ms);
+  for (int64_t k = 0; k < (p->runs + 1) / 2; k++) add_run(p, order[k] - p->snaps, &t);
+  free(order);
+  return t;
 }
 
 /* ---- the table ----------------------------------------------------------------- */
@@ -141,11 +212,12 @@ static int name_width(const CgProfile *plan) {
   return w;
 }
 
-static void header(Table *t, const CtxProfile *p, int threads, const char *name, double hz) {
+static void header(Table *t, const CtxProfile *p, int64_t shown, int threads,
+                   const char *name, double hz) {
   ctx_buf_printf(t->out,
-                 "profile: model %s, %" PRId64 " run%s, %d thread%s%s; cycle counter %.3f "
-                 "GHz\n",
-                 name, p->runs, p->runs == 1 ? "" : "s", threads, threads == 1 ? "" : "s",
+                 "profile: model %s, %" PRId64 " run%s (the faster half of %" PRId64
+                 "), %d thread%s%s; cycle counter %.3f GHz\n",
+                 name, shown, shown == 1 ? "" : "s", p->runs, threads, threads == 1 ? "" : "s",
                  threads > 1 ? " (kernel regions: thread 0's time; FLOPs and bytes: every "
                                "thread's nodes)"
                              : "",
@@ -154,33 +226,38 @@ static void header(Table *t, const CtxProfile *p, int threads, const char *name,
                  "share", "MFLOP/run", "GFLOP/s", "MB/run", "per run");
 }
 
-void ctx_profile_report(CtxProfile *p, CgJit *jit, const CtxrtModel *model, int threads,
-                        const char *name, CtxBuf *out) {
+/* The kernel's regions, then the rest of the kernel's time, into [t]. */
+static Row kernel_rows(Table *t, const CgProfile *plan, const Totals *tot, double hz) {
+  Row regions = {0, 0, 0, 0, NULL};
+  for (int i = 0; i < plan->n; i++)
+    if (plan->regions[i].parent < 0) {
+      Row r = print_region(t, plan, tot->counters, i, hz);
+      add_row(&regions, &r);
+    }
+  Row rest = {tot->times.kernel_s - regions.s, 0, 0, 0, NULL};
+  print_row(t, 2, "(rest: starting and joining the team)", &rest);
+  Row kernel = {tot->times.kernel_s, regions.flops, regions.bytes, 0, NULL};
+  return kernel;
+}
+
+void ctx_profile_report(CtxProfile *p, CgJit *jit, int threads, const char *name,
+                        CtxBuf *out) {
   double t1 = now_s();
   uint64_t c1 = cg_jit_cycles(jit);
   double hz = t1 > p->t0 && c1 > p->c0 ? (double)(c1 - p->c0) / (t1 - p->t0) : 1e9;
-  CtxrtModelTimes mt;
-  ctxrt_model_times(model, &mt);
-  Table t = {out, p->wall_ms * 1e-3, p->runs > 0 ? (double)p->runs : 1, name_width(p->plan)};
-  header(&t, p, threads, name, hz);
-  const int64_t *c = cg_jit_counters(jit);
-  Row kernel = {mt.kernel_s, 0, 0, 0, NULL}, regions = {0, 0, 0, 0, NULL};
+  Totals tot = faster_half(p);
+  const CtxrtModelTimes *mt = &tot.times;
+  Table t = {out, tot.wall_s, tot.shown > 0 ? (double)tot.shown : 1, name_width(p->plan)};
+  header(&t, p, tot.shown, threads, name, hz);
   CtxBuf body;
   ctx_buf_init(&body);
   t.out = &body;
-  for (int i = 0; i < p->plan->n; i++)
-    if (p->plan->regions[i].parent < 0) {
-      Row r = print_region(&t, p->plan, c, i, hz);
-      add_row(&regions, &r);
-    }
-  Row rest = {mt.kernel_s - regions.s, 0, 0, 0, NULL};
-  print_row(&t, 2, "(rest: starting and joining the team)", &rest);
+  Row kernel = kernel_rows(&t, p->plan, &tot, hz);
   t.out = out;
-  kernel.flops = regions.flops;
-  kernel.bytes = regions.bytes;
   Row run = {t.wall_s, kernel.flops, kernel.bytes, 0, NULL};
-  Row lin = {mt.linearize_s, 0, 0, 0, NULL}, bind = {mt.bind_s + mt.copy_s, 0, 0, 0, NULL};
-  Row other = {t.wall_s - mt.linearize_s - mt.bind_s - mt.copy_s - mt.kernel_s, 0, 0, 0, NULL};
+  Row lin = {mt->linearize_s, 0, 0, 0, NULL}, bind = {mt->bind_s + mt->copy_s, 0, 0, 0, NULL};
+  Row other = {t.wall_s - mt->linearize_s - mt->bind_s - mt->copy_s - mt->kernel_s, 0, 0, 0,
+               NULL};
   print_row(&t, 0, "run", &run);
   print_row(&t, 1, "linearization", &lin);
   print_row(&t, 1, "buffers and output rows", &bind);
@@ -188,6 +265,7 @@ void ctx_profile_report(CtxProfile *p, CgJit *jit, const CtxrtModel *model, int 
   ctx_buf_puts(out, ctx_buf_str(&body));
   print_row(&t, 1, "(rest: driver)", &other);
   ctx_buf_free(&body);
+  free(tot.counters);
 }
 
 /* ---- perf ---------------------------------------------------------------------- */

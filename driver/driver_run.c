@@ -597,13 +597,12 @@ static CtxrtStatus run_batches(CtxRun *r) {
     st = run_one(r, slices[i % nb], at[i % nb]);
     ms[i] = now_ms() - t0;
 #ifdef CTX_HAVE_JIT
-    if (r->prof) ctx_profile_add_run(r->prof, ms[i]);
+    if (r->prof) ctx_profile_add_run(r->prof, r->jit, r->model, ms[i]);
 #endif
   }
 #ifdef CTX_HAVE_JIT
   if (!st && r->prof)
-    ctx_profile_report(r->prof, r->jit, r->model, ctxrt_model_threads(r->model), r->p->name,
-                       &r->timing);
+    ctx_profile_report(r->prof, r->jit, ctxrt_model_threads(r->model), r->p->name, &r->timing);
 #endif
   if (!st && r->o->time && nb) format_times(r, ms, nb * reps, batch);
   for (int64_t b = 0; b < nb; b++) slice_free(slices[b]);
