@@ -15,9 +15,11 @@
 #include "codegen/cg_int.h"
 
 #include <llvm-c/Error.h>
+#include <llvm-c/ExecutionEngine.h>
 #include <llvm-c/LLJIT.h>
 #include <llvm-c/Object.h>
 #include <llvm-c/Orc.h>
+#include <llvm-c/OrcEE.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 #include <math.h>
@@ -31,6 +33,7 @@ struct CgJit {
   uint64_t (*cycles)(void);   /* a profiled kernel's cycle counter, else NULL */
   CgJitSym *syms;             /* the object's functions: addresses once looked up */
   int nsyms, syms_cap;
+  bool jitdump;               /* LLVM's perf listener writes a jitdump */
 };
 
 /* Reports [err] (consumed) as an internal compiler error about [what]. */
@@ -121,10 +124,25 @@ static LLVMErrorRef define_libm(LLVMOrcLLJITRef jit, LLVMOrcJITDylibRef jd) {
 
 /* An LLJIT for [tm] (consumed) whose main dylib resolves libm and the
  * process's symbols; NULL after an error. */
-static LLVMOrcLLJITRef make_jit(LLVMTargetMachineRef tm, CtxDiag *diag) {
+/* The object linking layer of a JIT that tells perf about its code (a
+ * jitdump, codegen.h): RuntimeDyld, the layer LLVM's JIT event listeners
+ * attach to, with LLVM's perf listener; [ctx] a bool set to whether this
+ * LLVM has one (it is built with perf support or not). */
+static LLVMOrcObjectLayerRef perf_layer(void *ctx, LLVMOrcExecutionSessionRef es,
+                                        const char *triple) {
+  (void)triple;
+  LLVMOrcObjectLayerRef layer = LLVMOrcCreateRTDyldObjectLinkingLayerWithSectionMemoryManager(es);
+  LLVMJITEventListenerRef perf = LLVMCreatePerfJITEventListener();
+  if (perf) LLVMOrcRTDyldObjectLinkingLayerRegisterJITEventListener(layer, perf);
+  *(bool *)ctx = perf != NULL;
+  return layer;
+}
+
+static LLVMOrcLLJITRef make_jit(LLVMTargetMachineRef tm, bool *jitdump, CtxDiag *diag) {
   LLVMOrcLLJITBuilderRef builder = LLVMOrcCreateLLJITBuilder();
   LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(
       builder, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(tm));
+  if (jitdump) LLVMOrcLLJITBuilderSetObjectLinkingLayerCreator(builder, perf_layer, jitdump);
   LLVMOrcLLJITRef jit;
   LLVMErrorRef err = LLVMOrcCreateLLJIT(&jit, builder);
   if (err) {
@@ -263,6 +281,7 @@ static bool finish(CgJit *j, LLVMOrcThreadSafeContextRef tsc, LLVMModuleRef mod,
 
 CgJit *cg_jit_compile_with(const IlirKernel *k, const CgJitOptions *opts, CtxDiag *diag) {
   const CgProfile *prof = opts ? opts->profile : NULL;
+  bool want_dump = opts && opts->jitdump, dumping = false;
   LLVMTargetMachineRef tm = cg_host_machine(diag, false);
   if (!tm) return NULL;
   CgJit *j = calloc(1, sizeof *j);
@@ -270,7 +289,7 @@ CgJit *cg_jit_compile_with(const IlirKernel *k, const CgJitOptions *opts, CtxDia
   LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
   LLVMModuleRef mod = build_module(LLVMOrcThreadSafeContextGetContext(tsc), k, tm, prof, diag);
   if (mod) {
-    j->jit = make_jit(tm, diag); /* consumes tm */
+    j->jit = make_jit(tm, want_dump ? &dumping : NULL, diag); /* consumes tm */
     tm = NULL;
     if (!j->jit) LLVMDisposeModule(mod);
   }
@@ -279,6 +298,7 @@ CgJit *cg_jit_compile_with(const IlirKernel *k, const CgJitOptions *opts, CtxDia
     LLVMOrcObjectTransformLayerSetTransform(LLVMOrcLLJITGetObjTransformLayer(j->jit),
                                             note_symbols, j);
   bool ok = j->jit && finish(j, tsc, mod, k, prof, diag);
+  j->jitdump = dumping;
   LLVMOrcDisposeThreadSafeContext(tsc); /* the module holds its own reference */
   if (!ok) {
     cg_jit_free(j);
@@ -296,6 +316,8 @@ CgKernelFn cg_jit_kernel(const CgJit *jit) { return jit->fn; }
 int64_t *cg_jit_counters(const CgJit *jit) { return jit->counters; }
 
 uint64_t cg_jit_cycles(const CgJit *jit) { return jit->cycles ? jit->cycles() : 0; }
+
+bool cg_jit_dumping(const CgJit *jit) { return jit->jitdump; }
 
 int cg_jit_symbols(const CgJit *jit, const CgJitSym **syms) {
   *syms = jit->syms;

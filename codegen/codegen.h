@@ -107,10 +107,18 @@ enum { CG_PROF_CYCLES, CG_PROF_RUNS, CG_PROF_ITERS, CG_PROF_BYTES, CG_PROF_FIELD
 CgProfile *cg_profile_plan(const IlirKernel *k);
 void cg_profile_free(CgProfile *p);
 
-/* What cg_jit_compile_with compiles: [profile] NULL for the plain kernel. */
+/* What cg_jit_compile_with compiles: [profile] NULL for the plain kernel;
+ * [jitdump]: link with RuntimeDyld and LLVM's perf JIT event listener, which
+ * writes the code and its symbols to a jitdump file (jit-PID.dump under
+ * $JITDUMPDIR or $HOME, .debug/jit/) for `perf record -k 1` + `perf inject
+ * --jit` — where this LLVM was built with perf support (cg_jit_dumping). */
 typedef struct {
   const CgProfile *profile;
+  bool jitdump;
 } CgJitOptions;
+
+/* Whether [jit] was compiled with a jitdump being written. */
+bool cg_jit_dumping(const CgJit *jit);
 
 /* cg_jit_compile with [opts]. */
 CgJit *cg_jit_compile_with(const IlirKernel *k, const CgJitOptions *opts, CtxDiag *diag);

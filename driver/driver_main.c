@@ -79,6 +79,8 @@ static const char run_options[] =
     "                     kernel (ms per run, share, MFLOP, GFLOP/s, weight MB)\n"
     "  --perf-map         name the JIT-compiled functions in /tmp/perf-PID.map, so\n"
     "                     that perf report shows them (README, \"Profiling\")\n"
+    "  --perf-jitdump     write LLVM's jitdump of the JIT-compiled code (for perf\n"
+    "                     record -k 1 and perf inject --jit: perf annotate)\n"
     "  -D NAME=VALUE      override dim NAME (also -DNAME=VALUE)\n"
     OPT_OPTIONS
     "  --error-limit=N    stop after N errors (default 20, 0 = no limit)\n"

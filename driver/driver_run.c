@@ -154,6 +154,8 @@ int ctx_run_option(int argc, char **argv, int *i, CtxOptions *o) {
     o->run.profile = true;
   } else if (strcmp(a, "--perf-map") == 0) {
     o->run.perf_map = true;
+  } else if (strcmp(a, "--perf-jitdump") == 0) {
+    o->run.jitdump = true;
   } else if (strcmp(a, "--all-nodes") == 0) {
     o->run.all_nodes = true;
   } else if (strncmp(a, "--dump", 6) == 0 || strncmp(a, "--emit", 6) == 0 ||
@@ -196,9 +198,9 @@ static int check_command(CtxOptions *opts) {
           "(--interp)\n", stderr);
   r->interp = true;
 #endif
-  if (r->interp && (r->profile || r->perf_map))
+  if (r->interp && (r->profile || r->perf_map || r->jitdump))
     return run_usage("%s applies to the compiled kernel, not to --interp",
-                     r->profile ? "--profile" : "--perf-map");
+                     r->profile ? "--profile" : r->perf_map ? "--perf-map" : "--perf-jitdump");
   if (r->input && r->gen) return run_usage("give --input or --gen, not both%s", "");
   if (r->format != CTX_FORMAT_AUTO && !r->input)
     return run_usage("--format applies to --input only%s", "");
@@ -472,11 +474,13 @@ static int compile_kernel(CtxRun *r) {
   if (r->o->interp) return 0;
   r->k = ctx_pipeline_kernel(r->s, r->p);
   if (r->k && r->o->profile) r->prof = ctx_profile_create(r->k);
-  CgJitOptions jo = {r->prof ? ctx_profile_plan(r->prof) : NULL};
+  CgJitOptions jo = {r->prof ? ctx_profile_plan(r->prof) : NULL, r->o->jitdump};
   if (r->k) r->jit = cg_jit_compile_with(r->k, &jo, &r->s->diag);
   char path[64];
   if (r->jit && r->o->perf_map && !ctx_perf_map_write(r->jit, path, sizeof path))
     fprintf(stderr, "ctx: warning: cannot write '%s'\n", path);
+  if (r->jit && r->o->jitdump && !cg_jit_dumping(r->jit))
+    fputs("ctx: warning: this LLVM has no perf support: no jitdump written\n", stderr);
   if (r->jit) return 0;
   int rc = ctx_session_exit_code(r->s);
   return rc ? rc : CTX_EXIT_ICE;

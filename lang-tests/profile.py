@@ -9,8 +9,9 @@ treelstm are docs/models.md's (2 per multiply-add: 4H^2 and 10H^2 per
 internal node) on one and two threads; the weight bytes of a level's
 product are its weight block once per level; the outputs with --profile
 equal the outputs without it and match the interpreter. --perf-map writes
-/tmp/perf-PID.map lines that name the kernel with a well-formed range, and
-the kernel of --dump=llvm carries no instrumentation.
+/tmp/perf-PID.map lines that name the kernel with a well-formed range;
+--perf-jitdump a jitdump naming it; the kernel of --dump=llvm carries no
+instrumentation.
 
 Usage: profile.py --ctx PATH/TO/ctx
 """
@@ -193,6 +194,31 @@ def check_perf_map(ctx):
               f"--perf-map: kernel at {start:#x}, {size} bytes")
 
 
+def check_jitdump(ctx):
+    """--perf-jitdump: LLVM's jitdump under $JITDUMPDIR naming the kernel
+    (this LLVM has perf support, or ctx says it has none); outputs unchanged."""
+    model = os.path.join(ROOT, "examples", "treefc.ctx")
+    with tempfile.TemporaryDirectory() as tmp:
+        out, ref = os.path.join(tmp, "j.npy"), os.path.join(tmp, "i.npy")
+        env = dict(os.environ, JITDUMPDIR=tmp)
+        p = run(ctx, ["run", model] + DIMS + GEN + ["--perf-jitdump", "--output", out], env=env)
+        check(p.returncode == 0, f"--perf-jitdump: exit {p.returncode}: {p.stderr}")
+        if "no perf support" in p.stderr:
+            print("note: this LLVM has no perf support; no jitdump to check")
+            return
+        run(ctx, ["run", model] + DIMS + GEN + ["--interp", "--output", ref], check=True)
+        check(np.allclose(np.load(out), np.load(ref), rtol=1e-4, atol=1e-5),
+              "--perf-jitdump: outputs differ from the interpreter's")
+        dumps = [os.path.join(d, f) for d, _, fs in os.walk(tmp) for f in fs
+                 if re.match(r"jit-[0-9]+\.dump$", f)]
+        check(len(dumps) == 1, f"--perf-jitdump: dumps {dumps}")
+        for path in dumps:
+            with open(path, "rb") as f:
+                data = f.read()
+            check(data[:4] == b"DTiJ", f"--perf-jitdump: {path} has no jitdump magic")
+            check(b"ctx_treefc_kernel\0" in data, f"--perf-jitdump: {path} names no kernel")
+
+
 def check_plain_kernel(ctx):
     model = os.path.join(ROOT, "examples", "treelstm.ctx")
     ir = run(ctx, ["check", "--dump=llvm"] + DIMS + [model]).stdout
@@ -208,6 +234,7 @@ def main():
         for threads in (1, 2):
             check_profile(ctx, name, threads)
     check_perf_map(ctx)
+    check_jitdump(ctx)
     check_plain_kernel(ctx)
     print(f"{len(failures)} failed" if failures else "all profile checks passed")
     return 1 if failures else 0
