@@ -32,6 +32,7 @@ struct CgJit {
   int64_t *counters;          /* a profiled kernel's (codegen.h), else NULL */
   uint64_t (*cycles)(void);   /* a profiled kernel's cycle counter, else NULL */
   CgJitSym *syms;             /* the object's functions: addresses once looked up */
+  char **secs;                /* [nsyms]: the section of each, until then */
   int nsyms, syms_cap;
   bool jitdump;               /* LLVM's perf listener writes a jitdump */
 };
@@ -164,6 +165,11 @@ static LLVMOrcLLJITRef make_jit(LLVMTargetMachineRef tm, bool *jitdump, CtxDiag 
   return jit;
 }
 
+static char *copy(const char *str) {
+  size_t n = strlen(str) + 1;
+  return memcpy(ctx_xmalloc(n), str, n);
+}
+
 /* The object file's functions ([ctx] the CgJit): the symbols of nonzero size
  * in a code section, with their offsets there (ObjectTransformLayer: the
  * object passes through unchanged). perf needs a function's size, which
@@ -187,12 +193,12 @@ static LLVMErrorRef note_symbols(void *ctx, LLVMMemoryBufferRef *obj) {
     if (j->nsyms == j->syms_cap) {
       j->syms_cap = j->syms_cap ? 2 * j->syms_cap : 8;
       j->syms = realloc(j->syms, (size_t)j->syms_cap * sizeof *j->syms);
-      if (!j->syms) ctx_oom();
+      j->secs = realloc(j->secs, (size_t)j->syms_cap * sizeof *j->secs);
+      if (!j->syms || !j->secs) ctx_oom();
     }
+    j->secs[j->nsyms] = copy(sname);
     CgJitSym *s = &j->syms[j->nsyms++];
-    size_t n = strlen(name) + strlen(sname) + 2;
-    s->name = ctx_xmalloc(n);
-    snprintf(s->name, n, "%s%c%s", name, 0, sname); /* the section after the name */
+    s->name = copy(name);
     s->addr = LLVMGetSymbolAddress(sym);
     s->size = LLVMGetSymbolSize(sym);
   }
@@ -210,19 +216,21 @@ static void place_symbols(CgJit *j, const char *kernel_name, uint64_t kernel) {
   uint64_t base = 0;
   for (int i = 0; i < j->nsyms && !text; i++)
     if (strcmp(j->syms[i].name, kernel_name) == 0) {
-      text = j->syms[i].name + strlen(j->syms[i].name) + 1;
+      text = j->secs[i];
       base = kernel - j->syms[i].addr;
     }
   int kept = 0;
   for (int i = 0; i < j->nsyms; i++) {
-    CgJitSym *s = &j->syms[i];
-    if (text && strcmp(s->name + strlen(s->name) + 1, text) == 0) {
-      s->addr += base;
-      j->syms[kept++] = *s;
+    if (text && strcmp(j->secs[i], text) == 0) {
+      j->syms[i].addr += base;
+      j->syms[kept++] = j->syms[i];
     } else {
-      free(s->name);
+      free(j->syms[i].name);
     }
   }
+  for (int i = 0; i < j->nsyms; i++) free(j->secs[i]);
+  free(j->secs);
+  j->secs = NULL;
   j->nsyms = kept;
 }
 
@@ -259,8 +267,12 @@ static uint64_t lookup_suffixed(LLVMOrcLLJITRef jit, const char *kernel, const c
 }
 
 static void jit_free_syms(CgJit *j) {
-  for (int i = 0; i < j->nsyms; i++) free(j->syms[i].name);
+  for (int i = 0; i < j->nsyms; i++) {
+    free(j->syms[i].name);
+    if (j->secs) free(j->secs[i]);
+  }
   free(j->syms);
+  free(j->secs);
 }
 
 /* The JIT's lookups after the module was added: the kernel, its symbols'
