@@ -37,6 +37,14 @@ static void add_known(double *acc, double v) {
   *acc = *acc < 0 || v < 0 ? -1 : *acc + v;
 }
 
+/* [per] iterations' worth [t] times: unknown when either is, except that
+ * nothing repeated any number of times is nothing (a loop over a node's
+ * dependencies that only adds rows). */
+static double times(double per, long t) {
+  if (per == 0) return 0;
+  return per < 0 || t < 0 ? -1 : per * (double)t;
+}
+
 static double expr_flops(const IlirExpr *e);
 
 /* FLOPs of one evaluation of a sum reduction: 2 per product among the
@@ -45,13 +53,13 @@ static double reduce_flops(const IlirExpr *e) {
   IlirExpr *terms[64];
   int n = ilir_sum_terms(e->a, terms, 64);
   long t = trip(e->lo, e->hi);
-  if (n > 64 || t < 0) return -1;
+  if (n > 64) return -1;
   double per = 0;
   for (int i = 0; i < n; i++) {
     if (terms[i]->kind == ILIR_BINARY && terms[i]->op == ILIR_MUL) add_known(&per, 2);
     add_known(&per, expr_flops(terms[i]));
   }
-  return per < 0 ? -1 : per * (double)t;
+  return times(per, t);
 }
 
 /* FLOPs of one evaluation of [e]: those of its sum reductions. */
@@ -74,11 +82,7 @@ static double stmt_flops(const IlirStmt *s) {
     double t = block_flops(&s->then), e = block_flops(&s->els);
     return t < 0 || e < 0 ? -1 : t > e ? t : e; /* the costlier arm */
   }
-  case ILIR_LOOP: {
-    long t = trip(s->lo, s->hi);
-    double f = block_flops(&s->body);
-    return t < 0 || f < 0 ? -1 : f * (double)t;
-  }
+  case ILIR_LOOP: return times(block_flops(&s->body), trip(s->lo, s->hi));
   }
   return -1;
 }
@@ -96,11 +100,7 @@ static double expr_loads(const IlirExpr *e, int buf) {
   add_known(&n, expr_loads(e->a, buf));
   add_known(&n, expr_loads(e->b, buf));
   add_known(&n, expr_loads(e->c, buf));
-  if (e->kind == ILIR_REDUCE) {
-    long t = trip(e->lo, e->hi);
-    n = n < 0 || t < 0 ? -1 : n * (double)t;
-  }
-  return n;
+  return e->kind == ILIR_REDUCE ? times(n, trip(e->lo, e->hi)) : n;
 }
 
 static double block_loads(const IlirBlock *b, int buf);
@@ -116,11 +116,7 @@ static double stmt_loads(const IlirStmt *s, int buf) {
     add_known(&n, block_loads(&s->then, buf));
     add_known(&n, block_loads(&s->els, buf));
     return n;
-  case ILIR_LOOP: {
-    long t = trip(s->lo, s->hi);
-    n = block_loads(&s->body, buf);
-    return n < 0 || t < 0 ? -1 : n * (double)t;
-  }
+  case ILIR_LOOP: return times(block_loads(&s->body, buf), trip(s->lo, s->hi));
   }
   return -1;
 }

@@ -204,7 +204,7 @@ static Row print_region(Table *t, const CgProfile *plan, const int64_t *c, int i
 }
 
 static int name_width(const CgProfile *plan) {
-  int w = 34;
+  int w = 42; /* "(rest: starting and joining the team)" at depth 2 */
   for (int i = 0; i < plan->n; i++) {
     int len = (int)strlen(plan->regions[i].name) + (plan->regions[i].parent < 0 ? 4 : 6);
     if (len > w) w = len;

@@ -165,6 +165,24 @@ def check_profile(ctx, name, threads):
                   f"{label}: {kid[7]} MB of weights per run, not {mb:.3f}")
 
 
+def check_zoo(ctx):
+    """Every model of the zoo profiles: the rows add up, and every FLOP count
+    is known (a loop over a node's dependencies that only adds rows has
+    none, whatever its trip count)."""
+    for f in sorted(os.listdir(os.path.join(ROOT, "examples"))):
+        if not f.endswith(".ctx"):
+            continue
+        p = run(ctx, ["run", os.path.join(ROOT, "examples", f), "-D", "H=16",
+                      "--threads", "1", "--profile", "--output", os.devnull])
+        check(p.returncode == 0, f"{f}: exit {p.returncode}: {p.stderr}")
+        if p.returncode:
+            continue
+        _, rows = parse(p.stdout)
+        check_sums(rows, f)
+        check(all(r[4] != "?" for r in rows) and "?" not in p.stdout.split("\n", 2)[2],
+              f"{f}: a FLOP count is unknown")
+
+
 def check_perf_map(ctx):
     model = os.path.join(ROOT, "examples", "treefc.ctx")
     proc = subprocess.Popen([ctx, "run", model] + DIMS + GEN + ["--perf-map", "--output",
@@ -233,6 +251,7 @@ def main():
     for name in ("treefc", "treelstm"):
         for threads in (1, 2):
             check_profile(ctx, name, threads)
+    check_zoo(ctx)
     check_perf_map(ctx)
     check_jitdump(ctx)
     check_plain_kernel(ctx)
