@@ -45,6 +45,8 @@ typedef struct {
   CtxDiag *diag;
   int vec_floats, vec_regs; /* the host's vector width in floats and register count */
   int levels; /* LEVELS loops open around the builder's position */
+  const CgProfile *prof;    /* NULL: no instrumentation (codegen.h, "profiling") */
+  LLVMValueRef prof_counters;
   bool failed;
 } CgEmit;
 
@@ -879,15 +881,32 @@ static void emit_if(CgEmit *E, const IlirStmt *s) {
   LLVMPositionBuilderAtEnd(E->b, join);
 }
 
+/* A profiled region's iterations (cg_profile.c): a node or levels loop's
+ * whole range, evaluated before it; one otherwise. */
+static LLVMValueRef prof_iters(CgEmit *E, const IlirStmt *s) {
+  if (s->kind != ILIR_LOOP || s->loop == ILIR_LOOP_SERIAL || s->loop == ILIR_LOOP_VECTOR ||
+      s->loop == ILIR_LOOP_UNROLL)
+    return const_i64(E, 1);
+  return LLVMBuildSub(E->b, emit_expr(E, s->hi), emit_expr(E, s->lo), "prof.n");
+}
+
 static void emit_block(CgEmit *E, const IlirBlock *blk) {
   for (int i = 0; i < blk->n && !E->failed; i++) {
     const IlirStmt *s = blk->stmts[i];
+    int region = cg_prof_region(E->prof, s);
+    LLVMValueRef iters = NULL, t0 = NULL;
+    if (region >= 0) {
+      iters = prof_iters(E, s);
+      t0 = cg_prof_now(E->b, E->mod);
+    }
     switch (s->kind) {
     case ILIR_LOOP: emit_loop(E, s); break;
     case ILIR_STORE: emit_store(E, s); break;
     case ILIR_IF: emit_if(E, s); break;
     default: fail(E, E->i64, "statement kind", (int)s->kind); break;
     }
+    if (region >= 0 && !E->failed)
+      cg_prof_add(E->b, E->mod, E->prof_counters, E->tid, E->prof, region, t0, iters);
   }
 }
 
@@ -974,27 +993,29 @@ const CgTarget cg_target_cpu = {CG_TARGET_CPU, 0, 0, 0, false, false,
                                 NULL, NULL, NULL, NULL, NULL};
 
 static bool emit_module(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel *k,
-                        const CgTarget *t, const char *features, CtxDiag *diag);
+                        const CgTarget *t, const char *features, const CgProfile *prof,
+                        CtxDiag *diag);
 
 bool cg_emit_module(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel *k,
-                    CtxDiag *diag) {
-  return cg_emit_module_for(ctx, mod, k, NULL, diag);
+                    const CgProfile *prof, CtxDiag *diag) {
+  return emit_module(ctx, mod, k, &cg_target_cpu, NULL, prof, diag);
 }
 
 bool cg_emit_target_module(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel *k,
                            const CgTarget *t, CtxDiag *diag) {
-  return emit_module(ctx, mod, k, t, NULL, diag);
+  return emit_module(ctx, mod, k, t, NULL, NULL, diag);
 }
 
 bool cg_emit_module_for(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel *k,
-                        const char *features, CtxDiag *diag) {
-  return emit_module(ctx, mod, k, &cg_target_cpu, features, diag);
+                        const char *features, const CgProfile *prof, CtxDiag *diag) {
+  return emit_module(ctx, mod, k, &cg_target_cpu, features, prof, diag);
 }
 
 /* [k] into [mod] for target [t]; a CPU's vector plan from [features] (NULL:
- * the host's). */
+ * the host's); instrumented for [prof] (NULL: not). */
 static bool emit_module(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel *k,
-                        const CgTarget *t, const char *features, CtxDiag *diag) {
+                        const CgTarget *t, const char *features, const CgProfile *prof,
+                        CtxDiag *diag) {
   CgEmit E;
   memset(&E, 0, sizeof E);
   E.ctx = ctx;
@@ -1002,6 +1023,8 @@ static bool emit_module(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel 
   E.k = k;
   E.tgt = t;
   E.diag = diag;
+  E.prof = prof;
+  if (prof) E.prof_counters = cg_prof_globals(mod, k, prof);
   E.b = LLVMCreateBuilderInContext(ctx);
   init_types(&E);
   if (t->vec_floats) E.vec_floats = t->vec_floats, E.vec_regs = t->vec_regs;

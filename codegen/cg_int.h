@@ -11,7 +11,29 @@
  * the new module [mod] of [ctx]. Returns false after reporting an internal
  * compiler error to [diag] (an ILIR construct it cannot compile). */
 bool cg_emit_module(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel *k,
-                    CtxDiag *diag);
+                    const CgProfile *prof, CtxDiag *diag);
+
+/* The instrumentation of a profiled kernel (cg_profile.c; codegen.h). */
+
+/* The names of [k]'s counters array and cycle-counter function. */
+#define CG_PROF_COUNTERS_SUFFIX ".prof"
+#define CG_PROF_CYCLES_SUFFIX ".cycles"
+
+/* Adds the counters array of [prof] and the function `i64 NAME.cycles()` to
+ * [mod]; returns the array. */
+LLVMValueRef cg_prof_globals(LLVMModuleRef mod, const IlirKernel *k, const CgProfile *prof);
+
+/* The region of [prof] that statement [s] is, or -1. */
+int cg_prof_region(const CgProfile *prof, const IlirStmt *s);
+
+/* The cycle counter now, at [b]. */
+LLVMValueRef cg_prof_now(LLVMBuilderRef b, LLVMModuleRef mod);
+
+/* At [b]: when [tid] is 0, adds to region [r]'s counters the cycles since
+ * [t0], one execution, [iters] iterations and the bytes of parameters they
+ * read; leaves [b] after it. */
+void cg_prof_add(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef counters, LLVMValueRef tid,
+                 const CgProfile *prof, int r, LLVMValueRef t0, LLVMValueRef iters);
 
 /* Adds the call function [call] around the kernel of [k] (already emitted
  * into [mod]) and makes the kernel internal (cg_call.c; codegen.h, CgCall).
@@ -22,7 +44,7 @@ bool cg_emit_call(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel *k,
  * host's): it sets the vector width and register count the emitter plans
  * register tiles with. */
 bool cg_emit_module_for(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel *k,
-                        const char *features, CtxDiag *diag);
+                        const char *features, const CgProfile *prof, CtxDiag *diag);
 
 /* exp, tanh and sigmoid of the float [x] as straight-line IR at [b]'s
  * position (cg_math.c: accuracy and range there). */

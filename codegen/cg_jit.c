@@ -15,8 +15,11 @@
 #include "codegen/cg_int.h"
 
 #include <llvm-c/Error.h>
+#include <llvm-c/ExecutionEngine.h>
 #include <llvm-c/LLJIT.h>
+#include <llvm-c/Object.h>
 #include <llvm-c/Orc.h>
+#include <llvm-c/OrcEE.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 #include <math.h>
@@ -26,6 +29,12 @@
 struct CgJit {
   LLVMOrcLLJITRef jit;
   CgKernelFn fn;
+  int64_t *counters;          /* a profiled kernel's (codegen.h), else NULL */
+  uint64_t (*cycles)(void);   /* a profiled kernel's cycle counter, else NULL */
+  CgJitSym *syms;             /* the object's functions: addresses once looked up */
+  char **secs;                /* [nsyms]: the section of each, until then */
+  int nsyms, syms_cap;
+  bool jitdump;               /* LLVM's perf listener writes a jitdump */
 };
 
 /* Reports [err] (consumed) as an internal compiler error about [what]. */
@@ -120,7 +129,7 @@ static LLVMModuleRef build_module(LLVMContextRef ctx, const IlirKernel *k,
   LLVMTargetDataRef layout = LLVMCreateTargetDataLayout(tm);
   LLVMSetModuleDataLayout(mod, layout);
   LLVMDisposeTargetData(layout);
-  if (!cg_emit_module_for(ctx, mod, k, features, diag) ||
+  if (!cg_emit_module_for(ctx, mod, k, features, o ? o->profile : NULL, diag) ||
       (o && o->call && !cg_emit_call(ctx, mod, k, o->call, diag))) {
     LLVMDisposeModule(mod);
     return NULL;
@@ -168,10 +177,25 @@ static LLVMErrorRef define_libm(LLVMOrcLLJITRef jit, LLVMOrcJITDylibRef jd) {
 
 /* An LLJIT for [tm] (consumed) whose main dylib resolves libm and the
  * process's symbols; NULL after an error. */
-static LLVMOrcLLJITRef make_jit(LLVMTargetMachineRef tm, CtxDiag *diag) {
+/* The object linking layer of a JIT that tells perf about its code (a
+ * jitdump, codegen.h): RuntimeDyld, the layer LLVM's JIT event listeners
+ * attach to, with LLVM's perf listener; [ctx] a bool set to whether this
+ * LLVM has one (it is built with perf support or not). */
+static LLVMOrcObjectLayerRef perf_layer(void *ctx, LLVMOrcExecutionSessionRef es,
+                                        const char *triple) {
+  (void)triple;
+  LLVMOrcObjectLayerRef layer = LLVMOrcCreateRTDyldObjectLinkingLayerWithSectionMemoryManager(es);
+  LLVMJITEventListenerRef perf = LLVMCreatePerfJITEventListener();
+  if (perf) LLVMOrcRTDyldObjectLinkingLayerRegisterJITEventListener(layer, perf);
+  *(bool *)ctx = perf != NULL;
+  return layer;
+}
+
+static LLVMOrcLLJITRef make_jit(LLVMTargetMachineRef tm, bool *jitdump, CtxDiag *diag) {
   LLVMOrcLLJITBuilderRef builder = LLVMOrcCreateLLJITBuilder();
   LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(
       builder, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(tm));
+  if (jitdump) LLVMOrcLLJITBuilderSetObjectLinkingLayerCreator(builder, perf_layer, jitdump);
   LLVMOrcLLJITRef jit;
   LLVMErrorRef err = LLVMOrcCreateLLJIT(&jit, builder);
   if (err) {
@@ -193,62 +217,187 @@ static LLVMOrcLLJITRef make_jit(LLVMTargetMachineRef tm, CtxDiag *diag) {
   return jit;
 }
 
+static char *copy(const char *str) {
+  size_t n = strlen(str) + 1;
+  return memcpy(ctx_xmalloc(n), str, n);
+}
+
+/* The object file's functions ([ctx] the CgJit): the symbols of nonzero size
+ * in a code section, with their offsets there (ObjectTransformLayer: the
+ * object passes through unchanged). perf needs a function's size, which
+ * only the object's symbol table says. */
+static LLVMErrorRef note_symbols(void *ctx, LLVMMemoryBufferRef *obj) {
+  CgJit *j = ctx;
+  char *msg = NULL;
+  LLVMBinaryRef bin = LLVMCreateBinary(*obj, NULL, &msg);
+  LLVMDisposeMessage(msg);
+  if (!bin) return NULL; /* not an object it can read: no symbols, no error */
+  LLVMSymbolIteratorRef sym = LLVMObjectFileCopySymbolIterator(bin);
+  LLVMSectionIteratorRef sec = LLVMObjectFileCopySectionIterator(bin);
+  for (; !LLVMObjectFileIsSymbolIteratorAtEnd(bin, sym); LLVMMoveToNextSymbol(sym)) {
+    const char *name = LLVMGetSymbolName(sym);
+    if (!name || !*name || !LLVMGetSymbolSize(sym)) continue;
+    LLVMMoveToContainingSection(sec, sym);
+    if (LLVMObjectFileIsSectionIteratorAtEnd(bin, sec)) continue;
+    const char *sname = LLVMGetSectionName(sec);
+    /* .text, or .ltext in the JIT's large code model */
+    if (!sname || !strstr(sname, "text")) continue;
+    if (j->nsyms == j->syms_cap) {
+      j->syms_cap = j->syms_cap ? 2 * j->syms_cap : 8;
+      j->syms = realloc(j->syms, (size_t)j->syms_cap * sizeof *j->syms);
+      j->secs = realloc(j->secs, (size_t)j->syms_cap * sizeof *j->secs);
+      if (!j->syms || !j->secs) ctx_oom();
+    }
+    j->secs[j->nsyms] = copy(sname);
+    CgJitSym *s = &j->syms[j->nsyms++];
+    s->name = copy(name);
+    s->addr = LLVMGetSymbolAddress(sym);
+    s->size = LLVMGetSymbolSize(sym);
+  }
+  LLVMDisposeSectionIterator(sec);
+  LLVMDisposeSymbolIterator(sym);
+  LLVMDisposeBinary(bin);
+  return NULL;
+}
+
+/* Turns the noted offsets into addresses: the kernel's section was loaded
+ * as one block at [kernel] - its offset. Functions of other sections are
+ * dropped. */
+static void place_symbols(CgJit *j, const char *kernel_name, uint64_t kernel) {
+  const char *text = NULL;
+  uint64_t base = 0;
+  for (int i = 0; i < j->nsyms && !text; i++)
+    if (strcmp(j->syms[i].name, kernel_name) == 0) {
+      text = j->secs[i];
+      base = kernel - j->syms[i].addr;
+    }
+  int kept = 0;
+  for (int i = 0; i < j->nsyms; i++) {
+    if (text && strcmp(j->secs[i], text) == 0) {
+      j->syms[i].addr += base;
+      j->syms[kept++] = j->syms[i];
+    } else {
+      free(j->syms[i].name);
+    }
+  }
+  for (int i = 0; i < j->nsyms; i++) free(j->secs[i]);
+  free(j->secs);
+  j->secs = NULL;
+  j->nsyms = kept;
+}
+
 /* Adds [mod] (consumed, made in [tsc]) to [jit] and looks up [name]. */
-static CgKernelFn add_and_lookup(LLVMOrcLLJITRef jit, LLVMOrcThreadSafeContextRef tsc,
-                                 LLVMModuleRef mod, const char *name, CtxDiag *diag) {
+static uint64_t add_and_lookup(LLVMOrcLLJITRef jit, LLVMOrcThreadSafeContextRef tsc,
+                               LLVMModuleRef mod, const char *name, CtxDiag *diag) {
   LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(mod, tsc);
   LLVMErrorRef err = LLVMOrcLLJITAddLLVMIRModule(jit, LLVMOrcLLJITGetMainJITDylib(jit), tsm);
   if (err) {
     report_error(diag, "adding the kernel to the JIT", err);
-    return NULL;
+    return 0;
   }
   LLVMOrcExecutorAddress addr = 0;
   err = LLVMOrcLLJITLookup(jit, &addr, name);
   if (err) {
     report_error(diag, "compiling the kernel", err);
+    return 0;
+  }
+  return addr;
+}
+
+/* The address of [kernel]'s symbol with [suffix] in [jit], or 0 after an
+ * internal compiler error. */
+static uint64_t lookup_suffixed(LLVMOrcLLJITRef jit, const char *kernel, const char *suffix,
+                                CtxDiag *diag) {
+  size_t n = strlen(kernel) + strlen(suffix) + 1;
+  char *name = ctx_xmalloc(n);
+  snprintf(name, n, "%s%s", kernel, suffix);
+  LLVMOrcExecutorAddress addr = 0;
+  LLVMErrorRef err = LLVMOrcLLJITLookup(jit, &addr, name);
+  free(name);
+  if (err) report_error(diag, "finding the profile counters", err);
+  return err ? 0 : addr;
+}
+
+static void jit_free_syms(CgJit *j) {
+  for (int i = 0; i < j->nsyms; i++) {
+    free(j->syms[i].name);
+    if (j->secs) free(j->secs[i]);
+  }
+  free(j->syms);
+  free(j->secs);
+}
+
+/* The JIT's lookups after the module was added: the kernel, its symbols'
+ * addresses, a profile's counters. False after an error. */
+static bool finish(CgJit *j, LLVMOrcThreadSafeContextRef tsc, LLVMModuleRef mod,
+                   const IlirKernel *k, const char *entry, const CgProfile *prof,
+                   CtxDiag *diag) {
+  uint64_t addr = add_and_lookup(j->jit, tsc, mod, entry, diag);
+  if (!addr) return false;
+  j->fn = (CgKernelFn)(uintptr_t)addr;
+  place_symbols(j, entry, addr);
+  if (!prof) return true;
+  uint64_t counters = lookup_suffixed(j->jit, k->name, CG_PROF_COUNTERS_SUFFIX, diag);
+  uint64_t cycles = counters ? lookup_suffixed(j->jit, k->name, CG_PROF_CYCLES_SUFFIX, diag) : 0;
+  j->counters = (int64_t *)(uintptr_t)counters;
+  j->cycles = (uint64_t(*)(void))(uintptr_t)cycles;
+  return cycles != 0;
+}
+
+CgJit *cg_jit_compile_with(const IlirKernel *k, const CgJitOptions *opts, CtxDiag *diag) {
+  const CgProfile *prof = opts ? opts->profile : NULL;
+  bool want_dump = opts && opts->jitdump, dumping = false;
+  LLVMTargetMachineRef tm =
+      opts && opts->fast_isel ? cg_host_machine_at(diag, false, LLVMCodeGenLevelNone)
+                              : cg_host_machine(diag, false);
+  if (!tm) return NULL;
+  CgJit *j = calloc(1, sizeof *j);
+  if (!j) ctx_oom();
+  LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
+  LLVMModuleRef mod = build_module(LLVMOrcThreadSafeContextGetContext(tsc), k, tm, NULL, opts, diag);
+  if (mod) {
+    j->jit = make_jit(tm, want_dump ? &dumping : NULL, diag); /* consumes tm */
+    tm = NULL;
+    if (!j->jit) LLVMDisposeModule(mod);
+  }
+  if (tm) LLVMDisposeTargetMachine(tm);
+  if (j->jit)
+    LLVMOrcObjectTransformLayerSetTransform(LLVMOrcLLJITGetObjTransformLayer(j->jit),
+                                            note_symbols, j);
+  const char *entry = opts && opts->call ? opts->call->name : k->name;
+  bool ok = j->jit && finish(j, tsc, mod, k, entry, prof, diag);
+  j->jitdump = dumping;
+  LLVMOrcDisposeThreadSafeContext(tsc); /* the module holds its own reference */
+  if (!ok) {
+    cg_jit_free(j);
     return NULL;
   }
-  return (CgKernelFn)(uintptr_t)addr;
+  return j;
 }
 
 CgJit *cg_jit_compile(const IlirKernel *k, CtxDiag *diag) {
   return cg_jit_compile_with(k, NULL, diag);
 }
 
-CgJit *cg_jit_compile_with(const IlirKernel *k, const CgJitOptions *o, CtxDiag *diag) {
-  LLVMTargetMachineRef tm =
-      o && o->fast_isel ? cg_host_machine_at(diag, false, LLVMCodeGenLevelNone)
-                        : cg_host_machine(diag, false);
-  if (!tm) return NULL;
-  LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
-  LLVMModuleRef mod = build_module(LLVMOrcThreadSafeContextGetContext(tsc), k, tm, NULL, o, diag);
-  LLVMOrcLLJITRef jit = NULL;
-  if (mod) {
-    jit = make_jit(tm, diag); /* consumes tm */
-    tm = NULL;
-    if (!jit) LLVMDisposeModule(mod);
-  }
-  if (tm) LLVMDisposeTargetMachine(tm);
-  const char *entry = o && o->call ? o->call->name : k->name;
-  CgKernelFn fn = jit ? add_and_lookup(jit, tsc, mod, entry, diag) : NULL;
-  LLVMOrcDisposeThreadSafeContext(tsc); /* the module holds its own reference */
-  if (!fn) {
-    if (jit) LLVMConsumeError(LLVMOrcDisposeLLJIT(jit));
-    return NULL;
-  }
-  CgJit *j = ctx_xmalloc(sizeof *j);
-  j->jit = jit;
-  j->fn = fn;
-  return j;
-}
-
 CgKernelFn cg_jit_kernel(const CgJit *jit) { return jit->fn; }
 
 void *cg_jit_call_entry(const CgJit *jit) { return (void *)(uintptr_t)jit->fn; }
 
+int64_t *cg_jit_counters(const CgJit *jit) { return jit->counters; }
+
+uint64_t cg_jit_cycles(const CgJit *jit) { return jit->cycles ? jit->cycles() : 0; }
+
+bool cg_jit_dumping(const CgJit *jit) { return jit->jitdump; }
+
+int cg_jit_symbols(const CgJit *jit, const CgJitSym **syms) {
+  *syms = jit->syms;
+  return jit->nsyms;
+}
+
 void cg_jit_free(CgJit *jit) {
   if (!jit) return;
-  LLVMConsumeError(LLVMOrcDisposeLLJIT(jit->jit));
+  if (jit->jit) LLVMConsumeError(LLVMOrcDisposeLLJIT(jit->jit));
+  jit_free_syms(jit);
   free(jit);
 }
 

@@ -81,18 +81,28 @@ typedef struct {
   const int *res_arg;    /* [nresults] */
 } CgCall;
 
+typedef struct CgProfile CgProfile;
+
+/* What cg_jit_compile_with compiles, beside the defaults (NULL: all of them):
+ * [passes] another pass pipeline (NULL: "default<O3>") or [fast_isel] the
+ * fast code generator (ctx repl compiles for latency); with [call] the call
+ * function above, whose address cg_jit_call_entry gives (the kernel itself
+ * is then internal, inlined into it); [profile] an instrumented kernel
+ * (profiling, below; NULL: the plain one); [jitdump] linked with
+ * RuntimeDyld and LLVM's perf JIT event listener, which writes the code and
+ * its symbols to a jitdump file (jit-PID.dump under $JITDUMPDIR or $HOME,
+ * .debug/jit/) for `perf record -k 1` + `perf inject --jit` — where this LLVM
+ * was built with perf support (cg_jit_dumping). */
 typedef struct {
-  const char *passes; /* the LLVM pass pipeline; NULL: "default<O3>" */
-  const CgCall *call; /* NULL: the kernel only */
-  bool fast_isel;     /* the code generator at level None (fast instruction
-                         selection) instead of Aggressive */
+  const char *passes;
+  const CgCall *call;
+  bool fast_isel;
+  const CgProfile *profile;
+  bool jitdump;
 } CgJitOptions;
 
-/* cg_jit_compile with options [o] (NULL: the defaults): another pass pipeline
- * or the fast code generator (ctx repl compiles for latency), and with [o->call]
- * the call function above, whose address cg_jit_call_entry gives (the kernel
- * itself is then internal, inlined into it). NULL after reporting an
- * internal compiler error to [diag]. */
+/* cg_jit_compile with options [o]. NULL after reporting an internal compiler
+ * error to [diag]. */
 CgJit *cg_jit_compile_with(const IlirKernel *k, const CgJitOptions *o, CtxDiag *diag);
 
 /* The call function of a jit made with CgJitOptions.call; valid until
@@ -146,5 +156,63 @@ bool cg_emit_ptx(CtxBuf *out, const IlirKernel *k, const char *arch, bool llvm_i
 /* The dynamic shared memory [k]'s kernel needs per block, in bytes (the
  * parameters it caches there). */
 long cg_gpu_shared_bytes(const IlirKernel *k);
+
+/* ---- profiling and perf (ctx run --profile, --perf-map; cg_profile.c) ----
+ *
+ * A profiled kernel brackets each top-level statement of its body (a levels
+ * loop, a prologue loop) and each top-level statement of a levels loop's
+ * body (a node loop: one operator or a fused group) with reads of the cycle
+ * counter (llvm.readcyclecounter). Thread 0 alone adds, per region, the
+ * cycles, the executions, the iterations (a node loop's nodes over its whole
+ * range: every thread's share; a levels loop's levels) and the bytes of
+ * parameters it read into a global array of the module (CG_PROF_FIELDS
+ * int64 per region). An unprofiled kernel is exactly the plain one. */
+
+/* One profiled region of a kernel. */
+typedef struct {
+  char *name;     /* "leaf level", "inner levels", "cell.mm1 (tile 4x64) + g" */
+  int parent;     /* the enclosing region's index, -1 at the top */
+  const IlirStmt *stmt;
+  bool node_loop; /* iterations are nodes (a NODES or PARALLEL loop) */
+  /* FLOPs per iteration: 2 per multiply-add of the sum reductions (a matrix
+   * product's work; elementwise operations are not counted), -1 when a
+   * trip count is not a constant */
+  double flops;
+  int nparams;    /* parameter buffers read: [size, loads per iteration] */
+  long (*params)[2];
+} CgProfRegion;
+
+struct CgProfile {
+  CgProfRegion *regions;
+  int n;
+};
+
+enum { CG_PROF_CYCLES, CG_PROF_RUNS, CG_PROF_ITERS, CG_PROF_BYTES, CG_PROF_FIELDS };
+
+/* The regions of [k] in program order, parents before their children (a
+ * malloc'd plan; free it with cg_profile_free). */
+CgProfile *cg_profile_plan(const IlirKernel *k);
+void cg_profile_free(CgProfile *p);
+
+/* Whether [jit] was compiled with a jitdump being written. */
+bool cg_jit_dumping(const CgJit *jit);
+
+
+/* The counters of a kernel compiled with a profile: profile->n *
+ * CG_PROF_FIELDS int64 (zero them to start over); NULL without a profile. */
+int64_t *cg_jit_counters(const CgJit *jit);
+
+/* The cycle counter the profiled kernel reads, now (0 without a profile). */
+uint64_t cg_jit_cycles(const CgJit *jit);
+
+/* A function of the compiled code: its name, address and size in bytes. */
+typedef struct {
+  char *name;
+  uint64_t addr, size;
+} CgJitSym;
+
+/* The functions [jit]'s code holds (from its object file's symbol table),
+ * into [*syms] (owned by [jit]); returns their number. */
+int cg_jit_symbols(const CgJit *jit, const CgJitSym **syms);
 
 #endif

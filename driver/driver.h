@@ -32,6 +32,9 @@ typedef struct {
   uint64_t batch;      /* --batch B: structures per batch (0: all in one) */
   uint64_t repeat;     /* --repeat R: run every batch R times (0: once) */
   uint64_t threads;    /* --threads N (0: every core; ctxrt_model_set_threads) */
+  bool profile;        /* --profile: where the time goes (driver_profile.c) */
+  bool perf_map;       /* --perf-map: /tmp/perf-PID.map for perf */
+  bool jitdump;        /* --perf-jitdump: LLVM's jitdump for perf inject --jit */
 } CtxRunOptions;
 
 /* The options of `ctx build` (driver_build.c; see `ctx build --help`). */

@@ -93,17 +93,24 @@ static const char run_options[] =
     "                     time: median_ms=.. p10_ms=.. p90_ms=.. batches=.. batch_size=..\n"
     "                     throughput: structures_per_s=.. nodes_per_s=.. gflop_per_s=..\n"
     "                     flop_per_pass=.. (FLOPs counted on the model's operations:\n"
-    "                     a multiply-add is two)\n"
-    "  --threads N        threads the kernel runs on (default: every core; more than\n"
-    "                     the cores online is allowed, with a warning)\n"
-    "  -D NAME=VALUE      override dim NAME (also -DNAME=VALUE)\n"
-    OPT_OPTIONS
-    "  --error-limit=N    stop after N errors (default 20, 0 = no limit)\n"
-    "  -h, --help         show this help\n";
+    "                     a multiply-add is two)\n";
 
 /* What follows ctx run's options in its help (a string of its own: one
  * literal stays under the 4095 characters C99 promises). */
 static const char run_notes[] =
+    "  --threads N        threads the kernel runs on (default: every core; more than\n"
+    "                     the cores online is allowed, with a warning)\n"
+    "  --profile          after one untimed pass, end with where the time went:\n"
+    "                     linearization, each level loop and each node loop of the\n"
+    "                     kernel (ms per run, share, MFLOP, GFLOP/s, weight MB)\n"
+    "  --perf-map         name the JIT-compiled functions in /tmp/perf-PID.map, so\n"
+    "                     that perf report shows them (README, \"Profiling\")\n"
+    "  --perf-jitdump     write LLVM's jitdump of the JIT-compiled code (for perf\n"
+    "                     record -k 1 and perf inject --jit: perf annotate)\n"
+    "  -D NAME=VALUE      override dim NAME (also -DNAME=VALUE)\n"
+    OPT_OPTIONS
+    "  --error-limit=N    stop after N errors (default 20, 0 = no limit)\n"
+    "  -h, --help         show this help\n"
     "\n"
     "bundled samples (no --input, no --gen), looked up in DIR/data/ where DIR holds\n"
     "the model, then in the source tree's examples/data/:\n"

@@ -27,6 +27,7 @@
 #include "driver/driver_jit.h"
 #ifdef CTX_HAVE_JIT
 #include "codegen/codegen.h"
+#include "driver/driver_profile.h"
 #endif
 
 #include <errno.h>
@@ -65,6 +66,7 @@ typedef struct {
   CtxModelDesc desc;
   CtxrtModel *model;
   CtxBuf ptx; /* --target cuda: the kernel's PTX (the descriptor's) */
+  CtxProfile *prof; /* --profile */
 #endif
   char *sample; /* path of the bundled sample read, if any */
   int32_t threads; /* the compiled kernel's (1 for the interpreter) */
@@ -160,6 +162,12 @@ int ctx_run_option(int argc, char **argv, int *i, CtxOptions *o) {
     o->run.interp = true;
   } else if (strcmp(a, "--time") == 0) {
     o->run.time = true;
+  } else if (strcmp(a, "--profile") == 0) {
+    o->run.profile = true;
+  } else if (strcmp(a, "--perf-map") == 0) {
+    o->run.perf_map = true;
+  } else if (strcmp(a, "--perf-jitdump") == 0) {
+    o->run.jitdump = true;
   } else if (strcmp(a, "--all-nodes") == 0) {
     o->run.all_nodes = true;
   } else if (strncmp(a, "--dump", 6) == 0 || strncmp(a, "--emit", 6) == 0 ||
@@ -203,6 +211,9 @@ static int check_command(CtxOptions *opts) {
           "(--interp)\n", stderr);
   r->interp = true;
 #endif
+  if (r->interp && (r->profile || r->perf_map || r->jitdump))
+    return run_usage("%s applies to the compiled kernel, not to --interp",
+                     r->profile ? "--profile" : r->perf_map ? "--perf-map" : "--perf-jitdump");
   if (r->input && r->gen) return run_usage("give --input or --gen, not both%s", "");
   if (r->format != CTX_FORMAT_AUTO && !r->input)
     return run_usage("--format applies to --input only%s", "");
@@ -502,6 +513,7 @@ static void run_free(CtxRun *r) {
   ctx_model_desc_free(&r->desc);
   cg_jit_free(r->jit);
   ctx_buf_free(&r->ptx);
+  ctx_profile_free(r->prof);
 #endif
   ctxrt_weights_destroy(r->weights);
   ctxrt_forest_destroy(r->forest);
@@ -529,8 +541,16 @@ static int compile_kernel(CtxRun *r) {
     ctx_buf_init(&r->ptx);
     if (cg_emit_ptx(&r->ptx, r->k, r->s->opts.gpu_arch, false, &r->s->diag)) return 0;
   } else if (r->k) {
-    r->jit = cg_jit_compile(r->k, &r->s->diag);
+    if (r->o->profile) r->prof = ctx_profile_create(r->k);
+    CgJitOptions jo = {.profile = r->prof ? ctx_profile_plan(r->prof) : NULL,
+                       .jitdump = r->o->jitdump};
+    r->jit = cg_jit_compile_with(r->k, &jo, &r->s->diag);
   }
+  char path[64];
+  if (r->jit && r->o->perf_map && !ctx_perf_map_write(r->jit, path, sizeof path))
+    fprintf(stderr, "ctx: warning: cannot write '%s'\n", path);
+  if (r->jit && r->o->jitdump && !cg_jit_dumping(r->jit))
+    fputs("ctx: warning: this LLVM has no perf support: no jitdump written\n", stderr);
   if (r->jit) return 0;
   int rc = ctx_session_exit_code(r->s);
   return rc ? rc : CTX_EXIT_ICE;
@@ -673,7 +693,7 @@ static CtxrtStatus run_batches(CtxRun *r) {
   const CtxrtForest *f = r->forest;
   int64_t s = f->num_structs, batch = r->o->batch && (int64_t)r->o->batch < s ? (int64_t)r->o->batch : s;
   int64_t nb = batch ? (s + batch - 1) / batch : 0, reps = r->o->repeat ? (int64_t)r->o->repeat : 1;
-  if (nb <= 1 && reps == 1 && !r->o->time) return run_one(r, f, 0);
+  if (nb <= 1 && reps == 1 && !r->o->time && !r->o->profile) return run_one(r, f, 0);
   CtxrtForest **slices = ctx_xmalloc(((size_t)nb + 1) * sizeof *slices);
   int64_t *at = ctx_xmalloc(((size_t)nb + 1) * sizeof *at);
   double *ms = ctx_xmalloc(((size_t)(nb * reps) + 1) * sizeof *ms);
@@ -683,7 +703,7 @@ static CtxrtStatus run_batches(CtxRun *r) {
     at[b] = row;
     row += r->o->all_nodes ? slices[b]->num_nodes : ctxrt_forest_outputs(slices[b], NULL);
   }
-  int64_t warm = r->o->time ? nb : 0;
+  int64_t warm = r->o->time || r->o->profile ? nb : 0;
   Progress pg;
   progress_init(&pg, warm + nb * reps);
   CtxrtStatus st = CTXRT_OK;
@@ -693,13 +713,23 @@ static CtxrtStatus run_batches(CtxRun *r) {
     st = run_one(r, slices[b], at[b]);
     progress_tick(&pg, b + 1);
   }
+#ifdef CTX_HAVE_JIT
+  if (r->prof) ctx_profile_start(r->prof, r->jit, r->model);
+#endif
   for (int64_t i = 0; i < nb * reps && !st; i++) {
     double t0 = now_ms();
     st = run_one(r, slices[i % nb], at[i % nb]);
     ms[i] = now_ms() - t0;
     progress_tick(&pg, warm + i + 1);
+#ifdef CTX_HAVE_JIT
+    if (r->prof) ctx_profile_add_run(r->prof, r->jit, r->model, ms[i]);
+#endif
   }
   progress_end(&pg);
+#ifdef CTX_HAVE_JIT
+  if (!st && r->prof)
+    ctx_profile_report(r->prof, r->jit, ctxrt_model_threads(r->model), r->p->name, &r->timing);
+#endif
   if (!st && r->o->time && nb) format_times(r, ms, nb * reps, batch, reps);
   for (int64_t b = 0; b < nb; b++) slice_free(slices[b]);
   free(slices);

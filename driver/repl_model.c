@@ -25,7 +25,7 @@
  * quarter of ctx run's time and the kernel runs about 2.5 times slower
  * (bench/repl/README.md); CTX_REPL_JIT=full compiles as ctx run does. */
 CgJitOptions repl_jit_options(const Repl *R) {
-  CgJitOptions o = {NULL, NULL, !R->full_jit};
+  CgJitOptions o = {.fast_isel = !R->full_jit};
   return o;
 }
 

@@ -735,6 +735,18 @@ int32_t ctxrt_model_threads(const CtxrtModel *model);
 CtxrtStatus ctxrt_model_run(CtxrtModel *model, const CtxrtForest *forest, int all_nodes,
                             float *out, CtxrtError *err);
 
+/* Where a model's runs spent their time (wall clock, seconds, summed over
+ * the runs since the model was created or ctxrt_model_reset_times): the
+ * linearizer, binding the batch's buffers, the kernel on the team, copying
+ * the output rows. */
+typedef struct CtxrtModelTimes {
+  int64_t runs;
+  double linearize_s, bind_s, kernel_s, copy_s;
+} CtxrtModelTimes;
+
+void ctxrt_model_times(const CtxrtModel *model, CtxrtModelTimes *times);
+void ctxrt_model_reset_times(CtxrtModel *model);
+
 /* Reads the [len] bytes at [data] as bracketed trees ([nodes] 0) or node lists
  * ([nodes] 1), named [name] in messages, validates them against desc->spec and
  * runs the model on them (outputs only, into the model's own buffer). */

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 enum { MAX_THREADS = 1024 };
@@ -36,6 +37,7 @@ struct CtxrtModel {
   CtxrtTeam *team;      /* NULL until a run needs more than one thread */
   int32_t team_want;    /* the count [team] was created for */
   CtxrtCuda *gpu;       /* a CUDA kernel's GPU side (desc->ptx), else NULL */
+  CtxrtModelTimes times; /* ctxrt_model_times */
 };
 
 /* [b]'s block of [t] transposed into panels (CTXRT_BUF_PACKED) in a new
@@ -259,18 +261,31 @@ static float *own_rows(CtxrtModel *m, int64_t rows) {
   return m->out;
 }
 
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void ctxrt_model_times(const CtxrtModel *m, CtxrtModelTimes *times) { *times = m->times; }
+
+void ctxrt_model_reset_times(CtxrtModel *m) { memset(&m->times, 0, sizeof m->times); }
+
 CtxrtStatus ctxrt_model_run(CtxrtModel *m, const CtxrtForest *forest, int all_nodes,
                             float *out, CtxrtError *err) {
   const CtxrtModelDesc *d = m->d;
   int32_t v = d->spec.num_values, deps = d->max_deps;
   m->out_rows = 0;
+  double t0 = now_s();
   CtxrtStatus st = m->lin ? ctxrt_linear_fill(m->lin, forest, v, deps, err)
                           : ctxrt_linear_create(forest, v, deps, &m->lin, err);
   if (st) return st;
   const CtxrtLinear *lin = m->lin;
   int64_t rows = all_nodes ? lin->num_nodes : lin->num_outputs;
+  double t1 = now_s();
   float *dst = out ? out : own_rows(m, rows);
   if (!dst || !bind_buffers(m, lin)) return ctxrt__nomem(err, NULL);
+  double t2 = now_s();
   const float *res = m->rows[d->out_buf];
   if (m->gpu) {
     st = ctxrt__cuda_run(m->gpu, m->bufs, lin, widest_level(lin), &res, err);
@@ -278,6 +293,7 @@ CtxrtStatus ctxrt_model_run(CtxrtModel *m, const CtxrtForest *forest, int all_no
   } else {
     ctxrt__team_run(team_for_run(m), d->kernel, m->bufs, lin->num_nodes, lin->num_levels);
   }
+  double t3 = now_s();
   size_t stride = (size_t)d->bufs[d->out_buf].size, size = (size_t)d->out_size;
   for (int64_t r = 0; r < rows; r++) {
     size_t node = (size_t)(all_nodes ? lin->to_new[r] : lin->outputs[r]);
@@ -285,6 +301,11 @@ CtxrtStatus ctxrt_model_run(CtxrtModel *m, const CtxrtForest *forest, int all_no
            size * sizeof(float));
   }
   if (!out) m->out_rows = rows;
+  m->times.runs++;
+  m->times.linearize_s += t1 - t0;
+  m->times.bind_s += t2 - t1;
+  m->times.kernel_s += t3 - t2;
+  m->times.copy_s += now_s() - t3;
   return CTXRT_OK;
 }
 

@@ -91,7 +91,7 @@ START_TEST(pointer_scalar_and_return) {
   long off[2] = {0, N}, size[2] = {N, 1};
   int res_arg[2] = {2, -1};
   CgCall call = {"ctx_call_test", 3, args, buf_arg, 2, off, size, res_arg};
-  CgJitOptions o = {NULL, &call, true};
+  CgJitOptions o = {.call = &call, .fast_isel = true};
   CgJit *jit = cg_jit_compile_with(t.k, &o, &t.diag);
   ck_assert_ptr_nonnull(jit);
   ck_assert_int_eq(t.diag.errors + t.diag.ice, 0);
@@ -118,7 +118,7 @@ START_TEST(two_outputs) {
   long off[2] = {0, N}, size[2] = {N, 1};
   int res_arg[2] = {2, 3};
   CgCall call = {"ctx_call_test2", 4, args, buf_arg, 2, off, size, res_arg};
-  CgJitOptions o = {"default<O1>", &call, false};
+  CgJitOptions o = {.passes = "default<O1>", .call = &call};
   CgJit *jit = cg_jit_compile_with(t.k, &o, &t.diag);
   ck_assert_ptr_nonnull(jit);
   void (*fn)(const float *, const float *, float *, float *) =
@@ -142,7 +142,7 @@ START_TEST(packed_is_ice) {
   long off[1] = {0}, size[1] = {N};
   int res_arg[1] = {2};
   CgCall call = {"ctx_call_test3", 3, args, buf_arg, 1, off, size, res_arg};
-  CgJitOptions o = {NULL, &call, true};
+  CgJitOptions o = {.call = &call, .fast_isel = true};
   ck_assert_ptr_null(cg_jit_compile_with(t.k, &o, &t.diag));
   ck_assert(t.diag.ice);
   done(&t);
