@@ -245,9 +245,32 @@ static bool buf_writable(IlirBufKind kind) {
          kind == ILIR_BUF_LEVEL_SCRATCH || kind == ILIR_BUF_INVARIANT;
 }
 
+/* A PACKED buffer's panel width as stored (ilir.h): its cols when 0 or wider. */
+static long pack_panel(const IlirPack *pk) {
+  return pk->panel > 0 && pk->panel < pk->cols ? pk->panel : pk->cols;
+}
+
+/* Where the logical element [idx] = r * cols + c of a PACKED buffer stored
+ * in panels lives (ilir.h, PACKED-PANELS; ilir_pack_at). Tiles compute their
+ * stream's place once per block (tile_stream); this is for any other read. */
+static LLVMValueRef packed_at(CgEmit *E, const IlirPack *pk, LLVMValueRef idx) {
+  long panel = pack_panel(pk);
+  if (panel == pk->cols) return idx;
+  LLVMValueRef cols = const_i64(E, pk->cols), width = const_i64(E, panel);
+  LLVMValueRef r = LLVMBuildSDiv(E->b, idx, cols, ""), c = LLVMBuildSRem(E->b, idx, cols, "");
+  LLVMValueRef p0 = LLVMBuildSub(E->b, c, LLVMBuildSRem(E->b, c, width, ""), "");
+  LLVMValueRef left = LLVMBuildSub(E->b, cols, p0, "");
+  LLVMValueRef narrow = LLVMBuildICmp(E->b, LLVMIntSLT, left, width, "");
+  LLVMValueRef w = LLVMBuildSelect(E->b, narrow, left, width, "");
+  LLVMValueRef at = LLVMBuildMul(E->b, p0, const_i64(E, pk->rows), "");
+  at = LLVMBuildAdd(E->b, at, LLVMBuildMul(E->b, r, w, ""), "");
+  return LLVMBuildAdd(E->b, at, LLVMBuildSub(E->b, c, p0, ""), "");
+}
+
 static LLVMValueRef emit_load(CgEmit *E, const IlirExpr *e) {
   if (e->buf < 0 || e->buf >= E->k->nbufs) return fail(E, type_of(E, e->type), "load of buffer", e->buf);
   LLVMValueRef idx = emit_expr(E, e->a);
+  if (E->k->bufs[e->buf].kind == ILIR_BUF_PACKED) idx = packed_at(E, &E->k->bufs[e->buf].pack, idx);
   bool f = e->type == ILIR_F32;
   LLVMTypeRef elem = f ? E->f32 : E->i32;
   LLVMValueRef at = LLVMBuildInBoundsGEP2(E->b, elem, E->bufs[e->buf], &idx, 1, "");
@@ -570,10 +593,6 @@ static bool packed_row_form(const IlirExpr *e, const IlirVar *r, const IlirVar *
          e->b->var == j;
 }
 
-/* A PACKED buffer's panel width as stored (ilir.h): its cols when 0 or wider. */
-static long pack_panel(const IlirPack *pk) {
-  return pk->panel > 0 && pk->panel < pk->cols ? pk->panel : pk->cols;
-}
 
 /* Where a term of a tile reads y for the block of outputs from i0. A PACKED
  * copy (ilir.h, PACKED-PANELS) is read at base + r * step: base the block's

@@ -355,12 +355,14 @@ static void tiled_kernel(T *t, long panel) {
 }
 
 START_TEST(register_tile) {
-  /* one panel; panels of 32 (the last one 19 wide); panels of one vector */
-  static const long panels[] = {0, 32, 16};
+  /* one panel; panels of 32 (the last one 19 wide); panels of one vector;
+   * and panels of 32 read by plain loops (the tile turned off) */
+  static const long panels[] = {0, 32, 16, 32};
   for (size_t pi = 0; pi < sizeof panels / sizeof panels[0]; pi++) {
     T t;
     t_init(&t, "ctx_tiled_kernel");
     tiled_kernel(&t, panels[pi]);
+    if (pi == 3) t.k->body.stmts[0]->tile_nodes = t.k->body.stmts[0]->tile_outs = 0;
     CgJit *jit;
     CgKernelFn fn = compile(&t, &jit);
     static float x[(NN + 1) * TR], y[(NN + 1) * TR], w[TI * TR], pk[TR * TI];
