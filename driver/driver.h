@@ -11,7 +11,8 @@
 
 #include "ilir/ilir.h"
 
-typedef enum { DUMP_NONE, DUMP_TOKENS, DUMP_AST, DUMP_RA, DUMP_ILIR, DUMP_LLVM, DUMP_ASM, DUMP_PTX } CtxDump;
+typedef enum { DUMP_NONE, DUMP_TOKENS, DUMP_AST, DUMP_RA, DUMP_ILIR, DUMP_LLVM, DUMP_ASM, DUMP_PTX,
+               DUMP_SCHEDULE } CtxDump;
 
 typedef enum { CTX_FORMAT_AUTO, CTX_FORMAT_PTB, CTX_FORMAT_NODES, CTX_FORMAT_CONLLU } CtxFormat;
 

@@ -41,7 +41,8 @@ typedef struct {
 
 static const char common_options[] =
     "  --dump=STAGE       print a stage's output: tokens, ast, ra, ilir, llvm (the\n"
-    "                     optimized LLVM IR of the kernel)\n"
+    "                     optimized LLVM IR of the kernel), schedule (the cpu\n"
+    "                     schedule applied, as a .sched file that -s takes back)\n"
     "  --emit=asm         print the kernel's assembly for this CPU\n"
     "  --emit=ptx         print the kernel's PTX (--target cuda)\n"
     "  --error-limit=N    stop after N errors (default 20, 0 = no limit)\n"
@@ -270,7 +271,9 @@ static int parse_dump(const Verb *v, CtxOptions *o, const char *val) {
   else if (strcmp(val, "ra") == 0) o->dump = DUMP_RA;
   else if (strcmp(val, "ilir") == 0) o->dump = DUMP_ILIR;
   else if (strcmp(val, "llvm") == 0) o->dump = DUMP_LLVM;
-  else return usage_error(v, "unknown stage '%s' for --dump (stages: tokens, ast, ra, ilir, llvm)", val);
+  else if (strcmp(val, "schedule") == 0) o->dump = DUMP_SCHEDULE;
+  else return usage_error(v, "unknown stage '%s' for --dump (stages: tokens, ast, ra, ilir, "
+                          "llvm, schedule)", val);
 #ifndef CTX_HAVE_JIT
   if (o->dump == DUMP_LLVM) return usage_error(v, "--dump=%s needs ctx built with LLVM", val);
 #endif
@@ -363,6 +366,9 @@ static int parse_args(const Verb *v, int argc, char **argv, CtxOptions *o) {
   if (o->nfiles == 0 && v->run != ctx_repl) return usage_error(v, "no input files%s", "");
   if (o->dump == DUMP_PTX && o->target != CTX_TARGET_CUDA)
     return usage_error(v, "--emit=ptx needs --target cuda%s", "");
+  if (o->dump == DUMP_SCHEDULE && o->target == CTX_TARGET_CUDA)
+    return usage_error(v, "--dump=schedule prints cpu schedules; a cuda schedule is its "
+                          "file (docs/cuda.md)%s", "");
   if ((o->gpu_arch || o->gpu_on_cpu) && o->target != CTX_TARGET_CUDA)
     return usage_error(v, "%s needs --target cuda", o->gpu_arch ? "--gpu-arch" : "--on-cpu");
   if (!o->gpu_arch) o->gpu_arch = "sm_90";

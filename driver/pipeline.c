@@ -133,7 +133,15 @@ IlirKernel *ctx_pipeline_kernel(CtxSession *s, const RaProgram *p) {
   }
   SchedPlan plan = sch ? sched_schedule_plan(&s->diag, sch, p->disabled)
                        : sched_default_plan(p->disabled);
-  return k && sched_apply(s->arena, &s->diag, k, &plan) ? k : NULL;
+  if (!k || !sched_apply(s->arena, &s->diag, k, &plan)) return NULL;
+  if (s->opts.dump == DUMP_SCHEDULE) {
+    CtxBuf b;
+    ctx_buf_init(&b);
+    sched_print(&b, p->name, &plan);
+    fputs(ctx_buf_str(&b), s->out);
+    ctx_buf_free(&b);
+  }
+  return k;
 }
 
 /* Checks the model file [f] through sema, RA and ILIR and prints the dump

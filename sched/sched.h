@@ -19,6 +19,8 @@
 
 typedef enum {
   SCHED_DYNAMIC_BATCH, SCHED_SPECIALIZE, SCHED_FUSE, SCHED_HOIST, SCHED_DENSE,
+  SCHED_HOIST_INVARIANT, SCHED_HOIST_PRODUCTS, SCHED_HOIST_LOCAL, SCHED_ALL_DEPS,
+  SCHED_SHARE_WEIGHTS,
   SCHED_SPLIT, SCHED_TILE, SCHED_REORDER, SCHED_VECTORIZE, SCHED_UNROLL,
   SCHED_UNROLL_RECURSION, SCHED_PARALLEL, SCHED_PERSIST, SCHED_CACHE, SCHED_BIND
 } SchedVerb;
@@ -46,6 +48,7 @@ typedef enum { SCHED_CPU, SCHED_CUDA } SchedTarget;
 
 typedef struct {
   const char *model;
+  const RaProgram *program; /* the model it was checked against */
   SchedTarget target;
   SchedDirective *dirs;
   int ndirs;
@@ -93,6 +96,15 @@ SchedPlan sched_schedule_plan(CtxDiag *diag, const Schedule *s, unsigned disable
  * result; false after reporting errors (a schedule's directive that does not
  * apply) or an internal compiler error to [diag]. */
 bool sched_apply(CtxArena *arena, CtxDiag *diag, IlirKernel *k, SchedPlan *plan);
+
+/* ---- printing a schedule (sched_print.c) ------------------------------------------ */
+
+/* Prints the cpu schedule [plan] applies to [model] as a `.sched` file that,
+ * given back with -s (and the same --disable), plans the same kernel. */
+void sched_print(CtxBuf *out, const char *model, const SchedPlan *plan);
+
+/* Prints [d] (of [s]) in the form sched_check reads, without a newline. */
+void sched_print_directive(CtxBuf *out, const Schedule *s, const SchedDirective *d);
 
 /* ---- the CUDA target (sched_gpu.c) ------------------------------------------------- */
 

@@ -177,8 +177,8 @@ static void specialize_args(Check *c) {
 
 static void ops_args(Check *c) {
   while (c->pos < c->nargs && c->ok) take_op(c, next(c));
-  if (c->out->verb == SCHED_FUSE && c->out->nops < 2 && c->ok)
-    bad(c, c->dir->span, "'fuse' needs at least two operators");
+  if (c->out->verb == SCHED_FUSE && c->out->nops == 1 && c->ok)
+    bad(c, c->dir->span, "'fuse' needs at least two operators (or none: every operator)");
 }
 
 static void split_args(Check *c) {
@@ -202,7 +202,8 @@ static void tile_args(Check *c) {
     return;
   }
   for (int i = 0; i < fs->n; i++) take_factor(c, &fs->elems[i]);
-  for (int i = 0; c->ok && i < axes->n; i++) make_halves(c, c->out->op, axes->elems[i].name);
+  for (int i = 0; c->ok && c->out->op && i < axes->n; i++)
+    make_halves(c, c->out->op, axes->elems[i].name);
 }
 
 static void axes_args(Check *c) {
@@ -259,8 +260,13 @@ static const VerbInfo verbs[] = {
     {"fuse", SCHED_FUSE, 0, "fuse OP, OP, ...", ops_args},
     {"hoist", SCHED_HOIST, 0, "hoist OP, ...", ops_args},
     {"dense", SCHED_DENSE, 0, "dense OP, ...", ops_args},
+    {"hoist_invariant", SCHED_HOIST_INVARIANT, 0, "hoist_invariant OP, ...", ops_args},
+    {"hoist_products", SCHED_HOIST_PRODUCTS, 0, "hoist_products", no_args},
+    {"hoist_local", SCHED_HOIST_LOCAL, 0, "hoist_local", no_args},
+    {"all_deps", SCHED_ALL_DEPS, 0, "all_deps", no_args},
+    {"share_weights", SCHED_SHARE_WEIGHTS, 0, "share_weights", no_args},
     {"split", SCHED_SPLIT, 1, "OP: split AXIS by FACTOR", split_args},
-    {"tile", SCHED_TILE, 1, "OP: tile(AXIS, AXIS) by (FACTOR, FACTOR)", tile_args},
+    {"tile", SCHED_TILE, 2, "[OP:] tile(AXIS, AXIS) by (FACTOR, FACTOR)", tile_args},
     {"reorder", SCHED_REORDER, 1, "OP: reorder AXIS, AXIS, ...", axes_args},
     {"vectorize", SCHED_VECTORIZE, 1, "OP: vectorize AXIS", axis_args},
     {"unroll", SCHED_UNROLL, 1, "OP: unroll AXIS [by FACTOR]", unroll_args},
@@ -304,6 +310,7 @@ Schedule *sched_check(CtxArena *arena, CtxDiag *diag, const AstItem *item,
                       const RaProgram *p) {
   Schedule *s = CTX_NEW(arena, Schedule);
   s->model = item->name.id;
+  s->program = p;
   bool ok = true;
   if (strcmp(item->name.id, p->name) != 0) {
     ctx_diag_error(diag, item->name.span, "this schedule is for model '%s', not '%s'",

@@ -50,6 +50,10 @@ static void cuda_directive(CtxDiag *diag, const SchedDirective *d, SchedPlan *pl
   case SCHED_SPECIALIZE: plan->specialize_leaf = true; break;
   case SCHED_HOIST: plan->hoist_invariant = plan->hoist_products = true; break;
   case SCHED_DENSE: plan->dense_scratch = true; break;
+  case SCHED_HOIST_INVARIANT: plan->hoist_invariant = true; break;
+  case SCHED_HOIST_PRODUCTS: plan->hoist_products = true; break;
+  case SCHED_HOIST_LOCAL: plan->hoist_local = true; break;
+  case SCHED_ALL_DEPS: plan->all_deps = true; break;
   case SCHED_BIND:
     for (int a = 0; a < d->naxes; a++)
       if (strcmp(d->axes[a], "node") == 0)
@@ -66,7 +70,8 @@ static void cuda_directive(CtxDiag *diag, const SchedDirective *d, SchedPlan *pl
                                       "is not a directive of it");
     }
     break;
-  case SCHED_TILE: case SCHED_FUSE: case SCHED_PARALLEL: case SCHED_UNROLL_RECURSION:
+  case SCHED_TILE: case SCHED_FUSE: case SCHED_SHARE_WEIGHTS: case SCHED_PARALLEL:
+  case SCHED_UNROLL_RECURSION:
     ctx_diag_warning(diag, d->span, "not applied: the cuda backend shares a level's nodes "
                                     "among blocks and their rows among threads (bind)");
     break;

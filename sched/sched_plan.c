@@ -225,7 +225,12 @@ SchedPlan sched_schedule_plan(CtxDiag *diag, const Schedule *s, unsigned disable
     case SCHED_DYNAMIC_BATCH: case SCHED_PERSIST: break;
     case SCHED_SPECIALIZE: plan.specialize_leaf = true; break;
     case SCHED_FUSE: plan.fuse_epilogue = true; break;
-    case SCHED_HOIST: plan.hoist_invariant = plan.hoist_products = plan.hoist_local = true; break;
+    case SCHED_HOIST: plan.hoist_invariant = plan.hoist_products = true; break;
+    case SCHED_HOIST_INVARIANT: plan.hoist_invariant = true; break;
+    case SCHED_HOIST_PRODUCTS: plan.hoist_products = true; break;
+    case SCHED_HOIST_LOCAL: plan.hoist_local = true; break;
+    case SCHED_ALL_DEPS: plan.all_deps = true; break;
+    case SCHED_SHARE_WEIGHTS: plan.share_weights = true; break;
     case SCHED_DENSE: plan.dense_scratch = true; break;
     case SCHED_TILE:
       if (d->naxes != 2 || strcmp(d->axes[0], "node") != 0) {
@@ -270,15 +275,21 @@ static bool *ops_and_reads(CtxArena *a, const IlirKernel *k, bool *set, const Ra
 
 void sched_schedule_sets(CtxArena *a, const IlirKernel *k, SchedPlan *plan) {
   const Schedule *s = plan->schedule;
+  bool all_hoist = false, all_dense = false, all_tile = false;
   for (int i = 0; i < s->ndirs; i++) {
     const SchedDirective *d = &s->dirs[i];
-    if (d->verb == SCHED_HOIST)
+    if ((d->verb == SCHED_HOIST || d->verb == SCHED_HOIST_INVARIANT) &&
+        !(all_hoist |= !d->nops))
       plan->hoist_only = ops_and_reads(a, k, plan->hoist_only, d->ops, d->nops);
-    if (d->verb == SCHED_DENSE)
+    if (d->verb == SCHED_DENSE && !(all_dense |= !d->nops))
       plan->dense_only = op_set(a, k, plan->dense_only, d->ops, d->nops);
-    if (d->verb == SCHED_TILE)
+    if (d->verb == SCHED_TILE && !(all_tile |= !d->op))
       plan->tile_only = ops_and_reads(a, k, plan->tile_only, &d->op, 1);
   }
+  /* a directive without operators: every operator (no set) */
+  if (all_hoist) plan->hoist_only = NULL;
+  if (all_dense) plan->dense_only = NULL;
+  if (all_tile) plan->tile_only = NULL;
 }
 
 bool sched_schedule_loops(CtxArena *a, CtxDiag *diag, IlirKernel *k, const SchedPlan *plan) {
