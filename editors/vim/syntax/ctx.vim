@@ -47,6 +47,8 @@ syn keyword ctxTypearg max_children max_preds
 syn keyword ctxDirective contained dynamic_batch specialize fuse hoist dense split tile
 syn keyword ctxDirective contained reorder vectorize unroll unroll_recursion parallel
 syn keyword ctxDirective contained persist cache bind
+syn keyword ctxDirective contained hoist_invariant hoist_products hoist_local all_deps
+syn keyword ctxDirective contained share_weights
 " SCHEDARG: only inside a schedule body
 syn keyword ctxSchedarg contained by to shared registers block thread
 
