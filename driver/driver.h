@@ -53,6 +53,14 @@ typedef struct {
   bool seed_given;
 } CtxParamsOptions;
 /* --target: where the kernel runs (docs/cuda.md). */
+typedef struct {
+  const char *out;   /* -o FILE.sched */
+  double budget_s;   /* --budget SECONDS (0: the default, 60) */
+  uint64_t seed;     /* --search-seed N */
+  const char **fwd;  /* the options passed on to every ctx run (malloc'd) */
+  int nfwd;
+} CtxTuneOptions;
+
 typedef enum { CTX_TARGET_CPU, CTX_TARGET_CUDA } CtxTarget;
 
 typedef struct {
@@ -71,6 +79,7 @@ typedef struct {
   CtxRunOptions run;    /* ctx run only */
   CtxBuildOptions build; /* ctx build only */
   CtxParamsOptions params; /* ctx params only */
+  CtxTuneOptions tune;     /* ctx tune only */
 } CtxOptions;
 
 typedef struct {
@@ -149,6 +158,12 @@ bool ctx_params_fit(CtxSession *s, const char *path, const CtxrtWeights *w, CtxB
 #define CTX_REPL_USAGE "ctx repl [MODEL.ctx] [-s FILE.sched] [-D NAME=VALUE]... [--weights W] [--threads N]"
 int ctx_repl_option(int argc, char **argv, int *i, CtxOptions *o);
 int ctx_repl(CtxSession *s);
+
+#define CTX_TUNE_USAGE                                                                      \
+  "ctx tune MODEL.ctx --input SAMPLE [-D NAME=VALUE]... [--batch B] [--threads N] "         \
+  "[--budget SECONDS] -o MODEL.tuned.sched"
+int ctx_tune_option(int argc, char **argv, int *i, CtxOptions *o);
+int ctx_tune(CtxSession *s);
 /* A run's outputs (driver_output.c). A model's output is one tensor or a
  * tuple whose fields lie side by side in each output row (RaProgram's
  * out_nfields). ctx_output_nfields: how many fields (1 for a tensor);

@@ -166,6 +166,31 @@ static const char build_options[] =
     "exit codes: 0 ok, 1 errors in the model, 2 bad command line or output\n"
     "            directory, 70 internal error (LLVM, the C compiler or ar failed)\n";
 
+/* ctx tune; driver_tune.c, docs/tune.md. */
+static const char tune_options[] =
+    "  --input FILE       the sample the candidates run on (or --gen SPEC; --format,\n"
+    "                     --vocab, --conllu-column, --unk as for ctx run)\n"
+    "  --weights FILE     the weights (default: seeded, --seed N)\n"
+    "  --batch B          structures per batch, as the schedule will run (default:\n"
+    "                     the whole sample as one batch)\n"
+    "  --threads N        threads (default: every core)\n"
+    "  --budget SECONDS   how long to search (default 60)\n"
+    "  --search-seed N    the seed of the search's random moves (default 0)\n"
+    "  -o FILE.sched      where to write the schedule found\n"
+    "  -D NAME=VALUE      override dim NAME (also -DNAME=VALUE)\n"
+    OPT_OPTIONS
+    "  -h, --help         show this help\n";
+
+static const char tune_notes[] =
+    "\n"
+    "Each candidate schedule runs as ctx run -s CAND.sched --time on the sample;\n"
+    "its outputs must match the interpreter's (1e-4 + 1e-4 |x|) before it may\n"
+    "win. The search: the default schedule, coordinate descent over the tile's\n"
+    "shape and each pass, then seeded random moves while the budget lasts; the\n"
+    "winner and the default then run in alternation and the winner is written\n"
+    "only when still faster. Progress on stderr. Apply the result with\n"
+    "ctx run/build -s FILE.sched.\n";
+
 /* ctx repl; repl_main.c, docs/repl.md. */
 static const char repl_options[] =
     "  --weights FILE     F32 safetensors named like the model's params (default:\n"
@@ -202,6 +227,8 @@ static const Verb verbs[] = {
 #ifdef CTX_HAVE_JIT
     {"build", "compile a model ahead of time into a C library (.so, .a, header)",
      CTX_BUILD_USAGE, build_options, ctx_build, ctx_build_option, NULL},
+    {"tune", "search a model's cpu schedule by compiling and timing candidates on a sample",
+     CTX_TUNE_USAGE, tune_options, ctx_tune, ctx_tune_option, tune_notes},
 #endif
 };
 enum { NUM_VERBS = sizeof verbs / sizeof verbs[0] };
@@ -405,6 +432,7 @@ int main(int argc, char **argv) {
   free(s.opts.files);
   for (int i = 0; i < s.opts.ndefines; i++) free((char *)s.opts.defines[i].name);
   free(s.opts.defines);
+  free(s.opts.tune.fwd);
   ctx_session_free(&s);
   return rc;
 }

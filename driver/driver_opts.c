@@ -20,15 +20,13 @@ typedef struct {
 } Planned;
 
 static const Planned planned_verbs[] = {
-    {"tune", "the autotuner ('ctx tune') is planned and not built yet; write a schedule "
-             "(-s FILE.sched) or use the default one"},
     {"bench", "'ctx bench' is planned and not built yet; bench/run.sh measures ctx against "
               "its baselines"},
 };
 
 static const Planned planned_options[] = {
-    {"--autotune", "the autotuner is planned and not built yet; write a schedule (-s "
-                   "FILE.sched) or use the default one"},
+    {"--autotune", "there is no --autotune: 'ctx tune MODEL.ctx --input SAMPLE -o "
+                   "FILE.sched' searches a schedule, -s FILE.sched applies it"},
 };
 
 static const char *planned(const Planned *t, size_t n, const char *name) {
