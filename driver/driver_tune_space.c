@@ -182,6 +182,9 @@ static int try_plan(Search *S, const SchedPlan *p) {
     if (strncmp(c->why, "output ", 7) == 0 || strstr(c->why, "interpreter")) S->wrong++;
     else S->failed++;
     c->ms = -1;
+    char what[200];
+    describe(S, p, what, sizeof what);
+    fprintf(stderr, "%stune: %s: %s\n", S->tty ? "\r" : "", what, c->why);
   }
   double took = ctx_tune_now() - t0;
   S->each_s = S->ntried ? (S->each_s * S->ntried + took) / (S->ntried + 1) : took;
@@ -303,6 +306,11 @@ static void write_result(Search *S, const SchedPlan *win, double win_ms, double 
     }
     free(sorted);
   }
+  for (int i = 0, shown = 0; i < S->ntried && shown < 6; i++)
+    if (S->tried[i].ms < 0) {
+      describe(S, &S->tried[i].plan, what, sizeof what);
+      fprintf(f, "# %s: %s: %s\n", shown++ ? "        " : "failed", what, S->tried[i].why);
+    }
   CtxBuf b;
   ctx_buf_init(&b);
   sched_print(&b, S->T->name, win);

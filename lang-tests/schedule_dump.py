@@ -10,6 +10,7 @@ check` without a diagnostic, and print itself again unchanged (but for its
 first comment line, which says where it came from)."""
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -22,7 +23,11 @@ OPTS = ["specialize-leaf", "register-tile", "hoist-products", "hoist-invariant",
 FILES = [("examples/treelstm.ctx", "examples/treelstm.cpu.sched", []),
          ("lang-tests/engines/invariant.ctx", "lang-tests/engines/invariant.loops.sched", []),
          ("lang-tests/engines/childsum_for.ctx", "lang-tests/engines/childsum_for.loops.sched",
-          [])]
+          []),
+         ("lang-tests/sched/model.ctx", "lang-tests/sched/tile_per_op.sched", ["-D", "H=4"])]
+# (model, schedule, flags, the register tiles' shapes in --dump=ilir, in order)
+TILES = [("lang-tests/sched/model.ctx", "lang-tests/sched/tile_per_op.sched", ["-D", "H=4"],
+          ["2 x 32", "4 x 16", "4 x 16"])]
 
 
 def ctx(binary, *args):
@@ -71,6 +76,13 @@ def main():
         cases.append((os.path.join(ROOT, model), flags + ["-s", os.path.join(ROOT, sched)],
                       f"{model} -s {sched}"))
     failed = 0
+    for model, sched, flags, want in TILES:
+        _, ilir, err = ctx(a.ctx, "--dump=ilir", *flags, "-s", os.path.join(ROOT, sched),
+                           os.path.join(ROOT, model))
+        got = re.findall(r"register tile (\d+ x \d+)", ilir)
+        if got != want:
+            failed += 1
+            print(f"FAIL {sched}: register tiles {got}, want {want} {err}")
     with tempfile.TemporaryDirectory() as tmp:
         for path, flags, label in cases:
             msg = check(a.ctx, path, flags, tmp, label)

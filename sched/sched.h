@@ -79,6 +79,8 @@ typedef struct {
    * every operator) */
   const Schedule *schedule;
   bool *hoist_only, *dense_only, *tile_only;
+  int *tile_nb, *tile_no; /* per buffer: its `OP: tile` sizes (0: tile_nodes/tile_outs) */
+  int nsets;              /* the buffers those sets cover (later passes add buffers) */
   bool failed; /* the schedule asked for what cannot be done (reported) */
 } SchedPlan;
 

@@ -370,9 +370,17 @@ static int packed_buffer(Tiler *T, int param, IlirPack pk) {
 /* The panel width of the PACKED copies a tile reads (ilir.h): its block of
  * outputs, rounded up to a multiple of 16 floats so that every host's vector
  * (4, 8 or 16 floats) divides it and no vector load straddles two panels. */
-static long panel_width(const SchedPlan *plan) {
-  long w = plan->tile_outs > 0 ? plan->tile_outs : 64;
+static long panel_width(long tile_outs) {
+  long w = tile_outs > 0 ? tile_outs : 64;
   return (w + 15) / 16 * 16;
+}
+
+/* The register tile of a product storing into [buf]: its operator's `OP:
+ * tile` sizes when a schedule gave them, else the plan's. */
+static void tile_shape(const SchedPlan *plan, int buf, int *nb, int *no) {
+  bool own = plan->tile_nb && buf < plan->nsets && plan->tile_nb[buf] > 0;
+  *nb = own ? plan->tile_nb[buf] : plan->tile_nodes;
+  *no = own ? plan->tile_no[buf] : plan->tile_outs;
 }
 
 /* One term of a tileable product: sum(r in [0, R)) x * W[...]. */
@@ -398,7 +406,9 @@ static bool tile_term(Tiler *T, IlirExpr *t, const IlirVar *n, const IlirVar *i,
     if (ilir_uses(x, i) || ilir_reads(x, out) || ilir_uses(w->a, n) ||
         ilir_coef(w->a, t->var) != 1 || stride < 0 || !offset_of(w->a, i, t->var, &off))
       continue;
-    *term = (Term){t, x, w->buf, {off, stride, t->hi->ival, I, panel_width(T->plan)}};
+    int nb, no;
+    tile_shape(T->plan, out, &nb, &no);
+    *term = (Term){t, x, w->buf, {off, stride, t->hi->ival, I, panel_width(no)}};
     return true;
   }
   return false;
@@ -409,8 +419,7 @@ static bool tile_term(Tiler *T, IlirExpr *t, const IlirVar *n, const IlirVar *i,
 /* May a product storing into [buf] be tiled? Always, unless a schedule's
  * tile directives name operators and [buf] is another operator. */
 static bool tile_allowed(const Tiler *T, int buf) {
-  const bool *only = T->plan->tile_only;
-  return !only || T->k->bufs[buf].kind != ILIR_BUF_SCRATCH || only[buf];
+  return T->k->bufs[buf].kind != ILIR_BUF_SCRATCH || sched_in_set(T->plan, T->plan->tile_only, buf);
 }
 
 static IlirStmt *tile_product(Tiler *T, const IlirStmt *nodes, const IlirStmt *s) {
@@ -444,8 +453,7 @@ static IlirStmt *tile_product(Tiler *T, const IlirStmt *nodes, const IlirStmt *s
   IlirStmt *outs = ilir_loop(T->a, s->var, s->lo, s->hi, ILIR_LOOP_SERIAL, one(T->a, store));
   IlirStmt *tiled = ilir_loop(T->a, nodes->var, nodes->lo, nodes->hi, ILIR_LOOP_NODES,
                               one(T->a, outs));
-  tiled->tile_nodes = T->plan->tile_nodes;
-  tiled->tile_outs = T->plan->tile_outs;
+  tile_shape(T->plan, st->buf, &tiled->tile_nodes, &tiled->tile_outs);
   return tiled;
 }
 
@@ -516,7 +524,10 @@ static void tile_rows(Tiler *T, IlirBlock *b) {
     if (s->loop == ILIR_LOOP_SERIAL && s->lo->kind == ILIR_CONST && s->hi->kind == ILIR_CONST) {
       s->tile_nodes = T->plan->tile_nodes;
       s->tile_outs = T->plan->tile_outs;
-      if (ilir_tiled_parts(T->k, s, &outs, &store) && tile_allowed(T, store->buf)) continue;
+      if (ilir_tiled_parts(T->k, s, &outs, &store) && tile_allowed(T, store->buf)) {
+        tile_shape(T->plan, store->buf, &s->tile_nodes, &s->tile_outs);
+        continue;
+      }
       s->tile_nodes = s->tile_outs = 0;
     }
     tile_rows(T, &s->body);
@@ -698,10 +709,10 @@ static IlirExpr *rebase(SchedRewrite *R, IlirExpr *index, int buf) {
                      ilir_binary(a, ILIR_MUL, start, ilir_const_i(a, R->k->bufs[buf].size)));
 }
 
-static void dense_scratch(CtxArena *a, IlirKernel *k, const bool *only) {
+static void dense_scratch(CtxArena *a, IlirKernel *k, const SchedPlan *plan) {
   bool *dense = CTX_NEW_ARRAY(a, bool, k->nbufs);
   for (int b = 0; b < k->nbufs; b++)
-    dense[b] = k->bufs[b].kind == ILIR_BUF_SCRATCH && (!only || only[b]);
+    dense[b] = k->bufs[b].kind == ILIR_BUF_SCRATCH && sched_in_set(plan, plan->dense_only, b);
   sched_keep_node_rows(k, dense);
   SchedRewrite R = {a, k, dense, rebase, NULL, NULL};
   sched_rewrite_accesses(&R, &k->body);
@@ -722,7 +733,7 @@ bool sched_apply(CtxArena *arena, CtxDiag *diag, IlirKernel *k, SchedPlan *plan)
   if (plan->fuse_epilogue) fuse_block(arena, k, &k->body);
   if (plan->share_weights) sched_share_weights(arena, k);
   if (plan->interchange) ilir_interchange(arena, k);
-  if (plan->dense_scratch) dense_scratch(arena, k, plan->dense_only);
+  if (plan->dense_scratch) dense_scratch(arena, k, plan);
   ilir_simplify(arena, k);
   return ilir_verify(k, diag);
 }

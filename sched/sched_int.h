@@ -34,6 +34,10 @@ void sched_hoist_invariant(CtxArena *a, IlirKernel *k, const bool *only);
 void sched_schedule_sets(CtxArena *a, const IlirKernel *k, SchedPlan *plan);
 bool sched_schedule_loops(CtxArena *a, CtxDiag *diag, IlirKernel *k, const SchedPlan *plan);
 
+/* Is buffer [b] in [set] (one of plan's sets; NULL: every buffer)? Buffers
+ * that passes add after the sets were made are in no set. */
+bool sched_in_set(const SchedPlan *plan, const bool *set, int b);
+
 /* Sums over a node's dependencies of their RESULT/SCRATCH rows run over all
  * K slots, absent ones reading the zero row (sched_deps.c, all-deps). */
 void sched_all_deps(CtxArena *a, IlirKernel *k);

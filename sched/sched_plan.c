@@ -219,6 +219,7 @@ SchedPlan sched_schedule_plan(CtxDiag *diag, const Schedule *s, unsigned disable
   memset(&plan, 0, sizeof plan);
   plan.interchange = !(disabled & RA_OPT_INTERCHANGE); /* a form, not a schedule choice */
   plan.schedule = s;
+  bool bare_tile = false; /* a tile directive without an operator: every product's sizes */
   for (int i = 0; i < s->ndirs; i++) {
     const SchedDirective *d = &s->dirs[i];
     switch (d->verb) {
@@ -240,9 +241,10 @@ SchedPlan sched_schedule_plan(CtxDiag *diag, const Schedule *s, unsigned disable
       } else if (d->factors[0] > 8 || d->factors[1] > 256) {
         ctx_diag_error(diag, d->span, "a register tile holds at most 8 nodes x 256 outputs");
         plan.failed = true;
-      } else {
+      } else if (!d->op || !bare_tile) { /* an operator's own sizes: sched_schedule_sets */
         plan.tile_nodes = (int)d->factors[0];
         plan.tile_outs = (int)d->factors[1];
+        bare_tile |= !d->op;
       }
       break;
     case SCHED_PARALLEL:
@@ -273,18 +275,42 @@ static bool *ops_and_reads(CtxArena *a, const IlirKernel *k, bool *set, const Ra
   return set;
 }
 
+/* The sizes of [d], `OP: tile(node, AXIS) by (NB, NO)`, for OP's buffers
+ * and the products it reads; a later directive wins where two overlap. */
+static void own_tile(CtxArena *a, const IlirKernel *k, SchedPlan *plan,
+                     const SchedDirective *d) {
+  if (d->nfactors != 2) return;
+  bool *set = ops_and_reads(a, k, NULL, &d->op, 1);
+  if (!plan->tile_nb) {
+    plan->tile_nb = CTX_NEW_ARRAY(a, int, k->nbufs);
+    plan->tile_no = CTX_NEW_ARRAY(a, int, k->nbufs);
+  }
+  for (int b = 0; b < k->nbufs; b++)
+    if (set[b]) plan->tile_nb[b] = (int)d->factors[0], plan->tile_no[b] = (int)d->factors[1];
+}
+
+bool sched_in_set(const SchedPlan *plan, const bool *set, int b) {
+  return !set || (b < plan->nsets && set[b]);
+}
+
 void sched_schedule_sets(CtxArena *a, const IlirKernel *k, SchedPlan *plan) {
   const Schedule *s = plan->schedule;
+  plan->nsets = k->nbufs;
   bool all_hoist = false, all_dense = false, all_tile = false;
   for (int i = 0; i < s->ndirs; i++) {
     const SchedDirective *d = &s->dirs[i];
-    if ((d->verb == SCHED_HOIST || d->verb == SCHED_HOIST_INVARIANT) &&
-        !(all_hoist |= !d->nops))
+    bool hoist = d->verb == SCHED_HOIST || d->verb == SCHED_HOIST_INVARIANT;
+    all_hoist |= hoist && !d->nops;
+    all_dense |= d->verb == SCHED_DENSE && !d->nops;
+    all_tile |= d->verb == SCHED_TILE && !d->op;
+    if (hoist && d->nops)
       plan->hoist_only = ops_and_reads(a, k, plan->hoist_only, d->ops, d->nops);
-    if (d->verb == SCHED_DENSE && !(all_dense |= !d->nops))
+    if (d->verb == SCHED_DENSE && d->nops)
       plan->dense_only = op_set(a, k, plan->dense_only, d->ops, d->nops);
-    if (d->verb == SCHED_TILE && !(all_tile |= !d->op))
+    if (d->verb == SCHED_TILE && d->op) {
       plan->tile_only = ops_and_reads(a, k, plan->tile_only, &d->op, 1);
+      own_tile(a, k, plan, d);
+    }
   }
   /* a directive without operators: every operator (no set) */
   if (all_hoist) plan->hoist_only = NULL;
