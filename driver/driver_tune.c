@@ -175,7 +175,7 @@ static bool find_line(const char *path, const char *prefix, char *line, size_t s
 /* The last line of [path] that starts with "ctx: " or holds "error" (why
  * a run failed), into [why]. */
 static void failure(const char *path, char *why, size_t size) {
-  snprintf(why, size, "no output");
+  snprintf(why, size, "ctx run failed without a message");
   FILE *f = fopen(path, "r");
   char line[512];
   while (f && fgets(line, sizeof line, f))
@@ -218,7 +218,8 @@ static bool time_schedule(TuneCtx *T, const char *sched, long repeat, double lim
   const char *args[] = {"-s", sched, "--time", "--repeat", rep, "--output", out};
   int rc = run_ctx(T, args, 7, log, limit_s);
   if (rc != 0) {
-    if (rc < 0) snprintf(why, size, "did not finish in %.0f s", limit_s);
+    if (rc < 0) snprintf(why, size, "did not finish in %.0f s (or was killed)", limit_s);
+    else if (rc == 127) snprintf(why, size, "could not start %s", T->self);
     else failure(log, why, size);
     return false;
   }
