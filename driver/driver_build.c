@@ -373,7 +373,7 @@ static void header_comment(CtxBuf *h, const CtxBuild *b) {
                   " * shape ");
   print_shape(h, p->out_shape.rank, p->out_shape.dims);
   ctx_buf_printf(h, ", %s_output_size() floats.\n *\n"
-                 " * Weights: an F32 safetensors file with exactly these tensors:\n", n);
+                 " * Weights: a safetensors file (F32; F64, F16, BF16 converted) with\n * exactly these tensors:\n", n);
   for (int i = 0; i < p->nparams; i++) {
     ctx_buf_printf(h, " *   %s ", p->params[i].name);
     print_shape(h, p->params[i].shape.rank, p->params[i].shape.dims);
@@ -434,19 +434,38 @@ static void header_api(CtxBuf *h, const CtxBuild *b) {
                  "  %s_ERR_NOMEM = 5    /* out of memory */\n};\n\n", u, u, u, u, u, u);
   ctx_buf_printf(h, "typedef struct %s_model %s_model;\n\n", n, n);
   ctx_buf_printf(h, "/* A model with the weights of the safetensors file [weights_path], or the\n"
-                 " * seeded defaults (seed 0) when it is NULL, in [*out] (NULL on failure). */\n"
+                 " * seeded defaults (seed 0) when it is NULL, in [*out] (NULL on failure).\n"
+                 " * F64, F16 and BF16 tensors are converted to float32; on success err\n"
+                 " * holds the note that says so (`W.safetensors: note: 2 tensors\n"
+                 " * converted to float32 from F64`), or \"\" when none was converted. */\n"
                  "int %s_create(const char *weights_path, %s_model **out, char *err,\n"
                  "              size_t errlen);\n\n", n, n);
   ctx_buf_printf(h, "/* The same with the default weights of [seed] (ctx run --seed). */\n"
                  "int %s_create_seeded(uint64_t seed, %s_model **out, char *err, size_t errlen);\n\n",
                  n, n);
   ctx_buf_printf(h, "/* Runs the model on the [len] bytes of bracketed trees (one a line, leaf\n"
-                 " * tokens integer word ids) at [text]; the outputs replace the last run's. */\n"
+                 " * tokens integer word ids, or words of %s_set_vocab's vocabulary) at\n"
+                 " * [text]; the outputs replace the last run's. */\n"
                  "int %s_run_ptb(%s_model *m, const char *text, size_t len, char *err,\n"
-                 "               size_t errlen);\n\n", n, n);
+                 "               size_t errlen);\n\n", n, n, n);
   ctx_buf_printf(h, "/* The same for node lists (docs/formats.md). */\n"
                  "int %s_run_nodes(%s_model *m, const char *text, size_t len, char *err,\n"
                  "                 size_t errlen);\n\n", n, n);
+  ctx_buf_printf(h, "/* The same for CoNLL-U dependency trees (one per sentence, a node per\n"
+                 " * word, children in sentence order): the word of each node is its [column]\n"
+                 " * (\"FORM\", \"LEMMA\", \"UPOS\" or \"XPOS\"; NULL: FORM), looked up in the\n"
+                 " * vocabulary of %s_set_vocab, or an integer word id without one. */\n"
+                 "int %s_run_conllu(%s_model *m, const char *text, size_t len, const char *column,\n"
+                 "                  char *err, size_t errlen);\n\n"
+                 "/* The vocabulary of the text runs from now on (ctx run --vocab, --unk): the\n"
+                 " * [len] bytes at [words], one word a line (id: its line from 0), words not\n"
+                 " * in it taking [unk]'s id when [unk] is not NULL; [words] NULL: none (words\n"
+                 " * are integer ids). On failure the model keeps its vocabulary. */\n"
+                 "int %s_set_vocab(%s_model *m, const char *words, size_t len, const char *unk,\n"
+                 "                 char *err, size_t errlen);\n\n"
+                 "/* Whether the runs from now on give a row for every node, in the input's\n"
+                 " * order (ctx run --all-nodes), not one per structure. */\n"
+                 "void %s_set_all_nodes(%s_model *m, int all_nodes);\n\n", n, n, n, n, n, n, n);
   header_arrays(h, b);
   ctx_buf_printf(h, "/* The number of output rows of the last successful run (0 before). */\n"
                  "int64_t %s_num_outputs(const %s_model *m);\n\n"
@@ -558,8 +577,11 @@ static void model_api(CtxBuf *c, const CtxBuild *b) {
                  "  if (!out) return %s_status(CTXRT_ERR_ARG, &(CtxrtError){CTXRT_ERR_ARG, 0,"
                  " \"error: out is NULL\"}, err, errlen);\n"
                  "  CtxrtStatus st = ctxrt_model_load(&%s_desc, path, seed, &m, &e);\n"
-                 "  *out = (%s_model *)m;\n  return %s_status(st, &e, err, errlen);\n}\n\n",
-                 n, n, n, n, n, n);
+                 "  *out = (%s_model *)m;\n"
+                 "  /* on success e.msg is \"\" or the note of converted tensors */\n"
+                 "  if (!st && err && errlen) snprintf(err, errlen, \"%%s\", e.msg);\n"
+                 "  return st ? %s_status(st, &e, err, errlen) : %s_OK;\n}\n\n",
+                 n, n, n, n, n, n, b->upper);
   ctx_buf_printf(c, "int %s_create(const char *weights_path, %s_model **out, char *err,\n"
                  "              size_t errlen) {\n"
                  "  return %s_load(weights_path, 0, out, err, errlen);\n}\n\n"
@@ -573,6 +595,23 @@ static void model_api(CtxBuf *c, const CtxBuild *b) {
                    "  CtxrtStatus st = ctxrt_model_run_text((CtxrtModel *)m, \"%s\", text ? text : \"\","
                    " len, %d, &e);\n  return %s_status(st, &e, err, errlen);\n}\n\n",
                    n, nodes ? "nodes" : "ptb", n, n, nodes ? "nodes" : "ptb", nodes, n);
+  ctx_buf_printf(c, "int %s_run_conllu(%s_model *m, const char *text, size_t len, const char *column,\n"
+                 "                  char *err, size_t errlen) {\n  CtxrtError e;\n"
+                 "  int col = ctxrt_conllu_column(column ? column : \"FORM\");\n"
+                 "  if (!m || (!text && len) || col < 0) return %s_status(CTXRT_ERR_ARG, &(CtxrtError){"
+                 "CTXRT_ERR_ARG, 0, \"error: no model, no text or a column not FORM, LEMMA, UPOS or"
+                 " XPOS\"}, err, errlen);\n"
+                 "  CtxrtStatus st = ctxrt_model_run_conllu((CtxrtModel *)m, \"conllu\", text ? text :"
+                 " \"\", len, col, &e);\n  return %s_status(st, &e, err, errlen);\n}\n\n"
+                 "int %s_set_vocab(%s_model *m, const char *words, size_t len, const char *unk,\n"
+                 "                 char *err, size_t errlen) {\n  CtxrtError e;\n"
+                 "  if (!m) return %s_status(CTXRT_ERR_ARG, &(CtxrtError){CTXRT_ERR_ARG, 0, "
+                 "\"error: no model\"}, err, errlen);\n"
+                 "  CtxrtStatus st = ctxrt_model_set_vocab((CtxrtModel *)m, \"vocab\", words, len, unk,"
+                 " &e);\n  return %s_status(st, &e, err, errlen);\n}\n\n"
+                 "void %s_set_all_nodes(%s_model *m, int all_nodes) {\n"
+                 "  if (m) ctxrt_model_set_all_nodes((CtxrtModel *)m, all_nodes);\n}\n\n",
+                 n, n, n, n, n, n, n, n, n, n);
   model_arrays(c, b);
   ctx_buf_printf(c, "int64_t %s_num_outputs(const %s_model *m) {\n  int64_t rows = 0;\n"
                  "  if (m) ctxrt_model_outputs((const CtxrtModel *)m, &rows);\n"
