@@ -43,6 +43,7 @@ typedef struct {
   const char *out;  /* -o OUTDIR */
   const char *name; /* --name NAME: the library's name and symbol prefix */
   const char *cpu;  /* --cpu native|generic|x86-64-v3|x86-64-v4 (NULL: native) */
+  bool verbose;     /* -v, --verbose: the runtime used and every command run */
 } CtxBuildOptions;
 
 /* The options of `ctx params` (driver_params.c; see `ctx params --help`). */
@@ -133,9 +134,24 @@ int ctx_run(CtxSession *s);
 /* ctx build (needs LLVM): an option of the verb (as ctx_run_option), and
  * the verb: the model compiled ahead of time into OUTDIR/libNAME.so,
  * OUTDIR/libNAME.a and OUTDIR/NAME.h. Returns an exit code. */
-#define CTX_BUILD_USAGE "ctx build MODEL.ctx -o OUTDIR [--name NAME] [--cpu CPU] [-D NAME=VALUE]..."
+#define CTX_BUILD_USAGE \
+  "ctx build MODEL.ctx -o OUTDIR [--name NAME] [--cpu CPU] [-v] [-D NAME=VALUE]..."
 int ctx_build_option(int argc, char **argv, int *i, CtxOptions *o);
 int ctx_build(CtxSession *s);
+
+/* The runtime ctx build links (libctxrt.a, the directory of ctxrt.h): under
+ * $CTX_HOME when set, else in the prefix this ctx is installed in (the
+ * install dirs of GNUInstallDirs relative to the realpath of
+ * /proc/self/exe), else the build tree's when this is the build tree's ctx.
+ * ctx_build_runtime fills [rt] (malloc'd; ctx_build_runtime_free) and
+ * returns true, or false with rt->looked listing where it looked. */
+typedef struct {
+  char *lib, *include;
+  const char *from; /* "CTX_HOME", "installed with ctx" or "the build tree" */
+  char *looked;     /* on failure: the libraries looked for, with their source */
+} CtxRuntime;
+bool ctx_build_runtime(CtxRuntime *rt);
+void ctx_build_runtime_free(CtxRuntime *rt);
 
 /* ctx params: an option of the verb (as ctx_run_option), and the verb: the
  * model's parameters with their shapes and the dims, as text or JSON, or

@@ -19,6 +19,9 @@
  * made, 1 for errors in the model, 70 when LLVM, the C compiler or ar fails
  * (their messages are passed on).
  */
+/* realpath is an XSI extension in glibc: strict C11 hides it. */
+#define _XOPEN_SOURCE 700
+
 #include "driver/driver.h"
 #include "driver/driver_jit.h"
 #include "codegen/codegen.h"
@@ -26,6 +29,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,11 +37,25 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* Set by driver/CMakeLists.txt: the build tree's runtime, the directory the
+ * build tree's ctx is in, and the install dirs relative to the prefix. */
 #ifndef CTX_RT_LIB
-#define CTX_RT_LIB "libctxrt.a" /* set by driver/CMakeLists.txt */
+#define CTX_RT_LIB "libctxrt.a"
 #endif
 #ifndef CTX_RT_INCLUDE
 #define CTX_RT_INCLUDE "runtime"
+#endif
+#ifndef CTX_BUILD_BINDIR
+#define CTX_BUILD_BINDIR "driver"
+#endif
+#ifndef CTX_INSTALL_BINDIR
+#define CTX_INSTALL_BINDIR "bin"
+#endif
+#ifndef CTX_INSTALL_LIBDIR
+#define CTX_INSTALL_LIBDIR "lib"
+#endif
+#ifndef CTX_INSTALL_INCLUDEDIR
+#define CTX_INSTALL_INCLUDEDIR "include"
 #endif
 
 extern char **environ;
@@ -51,7 +69,95 @@ typedef struct {
   const char *name; /* the model's name: the prefix of every symbol */
   char *upper;      /* the same in upper case (macros) */
   char *ptx;        /* --target cuda: the kernel's PTX */
+  CtxRuntime rt;    /* the libctxrt.a and ctxrt.h it links */
 } CtxBuild;
+
+/* ---- the runtime it links ----------------------------------------------- */
+
+static char *copy_str(const char *s) {
+  char *p = ctx_xmalloc(strlen(s) + 1);
+  strcpy(p, s);
+  return p;
+}
+
+/* malloc'd DIR/NAME. */
+static char *joined_path(const char *dir, const char *name) {
+  char *p = ctx_xmalloc(strlen(dir) + strlen(name) + 2);
+  sprintf(p, "%s/%s", dir, name);
+  return p;
+}
+
+static bool is_file(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* [rt] from the prefix [prefix] laid out as `cmake --install` lays it out,
+ * when both files are there; [looked] gets the library's path either way. */
+static bool runtime_in(CtxRuntime *rt, const char *prefix, const char *from, CtxBuf *looked) {
+  char *lib = joined_path(prefix, CTX_INSTALL_LIBDIR "/libctxrt.a");
+  char *inc = joined_path(prefix, CTX_INSTALL_INCLUDEDIR);
+  char *h = joined_path(inc, "ctxrt.h");
+  bool ok = is_file(lib) && is_file(h);
+  ctx_buf_printf(looked, "%s%s (%s)", ctx_buf_str(looked)[0] ? ", " : "", lib, from);
+  free(h);
+  if (!ok) return free(lib), free(inc), false;
+  rt->lib = lib, rt->include = inc, rt->from = from;
+  return true;
+}
+
+/* The prefix of the executable [exe] (realpath'd) when it sits in the
+ * prefix's CTX_INSTALL_BINDIR, malloc'd; NULL otherwise. */
+static char *install_prefix(const char *exe) {
+  const char *bindir = CTX_INSTALL_BINDIR;
+  const char *slash = strrchr(exe, '/');
+  size_t n = strlen(bindir), dir = slash ? (size_t)(slash - exe) : 0;
+  if (bindir[0] == '/' || dir < n + 1 || exe[dir - n - 1] != '/' ||
+      strncmp(exe + dir - n, bindir, n) != 0)
+    return NULL;
+  char *prefix = ctx_xmalloc(dir - n);
+  memcpy(prefix, exe, dir - n - 1);
+  prefix[dir - n - 1] = 0;
+  return prefix;
+}
+
+/* Whether the directory of [exe] is the build tree's CTX_BUILD_BINDIR. */
+static bool in_build_tree(const char *exe) {
+  char real[PATH_MAX];
+  const char *slash = strrchr(exe, '/');
+  if (!slash || !realpath(CTX_BUILD_BINDIR, real)) return false;
+  return strlen(real) == (size_t)(slash - exe) && strncmp(exe, real, strlen(real)) == 0;
+}
+
+bool ctx_build_runtime(CtxRuntime *rt) {
+  memset(rt, 0, sizeof *rt);
+  CtxBuf looked;
+  ctx_buf_init(&looked);
+  const char *home = getenv("CTX_HOME");
+  char exe[PATH_MAX];
+  bool ok = false;
+  if (home && *home) {
+    ok = runtime_in(rt, home, "CTX_HOME", &looked);
+  } else if (realpath("/proc/self/exe", exe)) {
+    char *prefix = install_prefix(exe);
+    ok = prefix && runtime_in(rt, prefix, "installed with ctx", &looked);
+    free(prefix);
+    if (!ok && in_build_tree(exe)) {
+      rt->lib = copy_str(CTX_RT_LIB);
+      rt->include = copy_str(CTX_RT_INCLUDE);
+      rt->from = "the build tree";
+      ok = true;
+    }
+  }
+  if (!ok) rt->looked = copy_str(ctx_buf_str(&looked));
+  ctx_buf_free(&looked);
+  return ok;
+}
+
+void ctx_build_runtime_free(CtxRuntime *rt) {
+  free(rt->lib), free(rt->include), free(rt->looked);
+  memset(rt, 0, sizeof *rt);
+}
 
 /* ---- command line ------------------------------------------------------- */
 
@@ -81,6 +187,10 @@ int ctx_build_option(int argc, char **argv, int *i, CtxOptions *o) {
   int taken = name_or_cpu(argc, argv, i, o);
   if (taken != CTX_OPT_NOT_MINE) return taken;
   const char *a = argv[*i], *val = NULL;
+  if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
+    o->build.verbose = true;
+    return CTX_OPT_TAKEN;
+  }
   if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0)
     val = *i + 1 < argc ? argv[++*i] : "";
   else if (strncmp(a, "-o", 2) == 0)
@@ -164,8 +274,15 @@ static bool write_text(const char *path, const CtxBuf *text) {
 }
 
 /* Runs argv[0] (looked up in PATH) with stdin from [in] (NULL: inherited) and
- * waits. Returns 0, or CTX_EXIT_ICE after saying what failed. */
-static int run_tool(char *const *argv, const char *in, const char *what) {
+ * waits; with --verbose it first prints the command line on the session's
+ * output. Returns 0, or CTX_EXIT_ICE after saying what failed. */
+static int run_tool(const CtxBuild *b, char *const *argv, const char *in, const char *what) {
+  if (b->s->opts.build.verbose) {
+    fputs("+", b->s->out);
+    for (int i = 0; argv[i]; i++) fprintf(b->s->out, " %s", argv[i]);
+    fprintf(b->s->out, in ? " < %s\n" : "\n", in);
+    fflush(b->s->out);
+  }
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   if (in) posix_spawn_file_actions_addopen(&fa, 0, in, O_RDONLY, 0);
@@ -206,10 +323,10 @@ static char **cc_command(const char *const *args, int n, char **copy) {
   return argv;
 }
 
-static int run_cc(const char *const *args, int n, const char *what) {
+static int run_cc(const CtxBuild *b, const char *const *args, int n, const char *what) {
   char *copy;
   char **argv = cc_command(args, n, &copy);
-  int rc = run_tool(argv, NULL, what);
+  int rc = run_tool(b, argv, NULL, what);
   free(argv);
   free(copy);
   return rc;
@@ -256,7 +373,7 @@ static void header_comment(CtxBuf *h, const CtxBuild *b) {
                   " * shape ");
   print_shape(h, p->out_shape.rank, p->out_shape.dims);
   ctx_buf_printf(h, ", %s_output_size() floats.\n *\n"
-                 " * Weights: an F32 safetensors file with exactly these tensors:\n", n);
+                 " * Weights: a safetensors file (F32; F64, F16, BF16 converted) with\n * exactly these tensors:\n", n);
   for (int i = 0; i < p->nparams; i++) {
     ctx_buf_printf(h, " *   %s ", p->params[i].name);
     print_shape(h, p->params[i].shape.rank, p->params[i].shape.dims);
@@ -317,19 +434,38 @@ static void header_api(CtxBuf *h, const CtxBuild *b) {
                  "  %s_ERR_NOMEM = 5    /* out of memory */\n};\n\n", u, u, u, u, u, u);
   ctx_buf_printf(h, "typedef struct %s_model %s_model;\n\n", n, n);
   ctx_buf_printf(h, "/* A model with the weights of the safetensors file [weights_path], or the\n"
-                 " * seeded defaults (seed 0) when it is NULL, in [*out] (NULL on failure). */\n"
+                 " * seeded defaults (seed 0) when it is NULL, in [*out] (NULL on failure).\n"
+                 " * F64, F16 and BF16 tensors are converted to float32; on success err\n"
+                 " * holds the note that says so (`W.safetensors: note: 2 tensors\n"
+                 " * converted to float32 from F64`), or \"\" when none was converted. */\n"
                  "int %s_create(const char *weights_path, %s_model **out, char *err,\n"
                  "              size_t errlen);\n\n", n, n);
   ctx_buf_printf(h, "/* The same with the default weights of [seed] (ctx run --seed). */\n"
                  "int %s_create_seeded(uint64_t seed, %s_model **out, char *err, size_t errlen);\n\n",
                  n, n);
   ctx_buf_printf(h, "/* Runs the model on the [len] bytes of bracketed trees (one a line, leaf\n"
-                 " * tokens integer word ids) at [text]; the outputs replace the last run's. */\n"
+                 " * tokens integer word ids, or words of %s_set_vocab's vocabulary) at\n"
+                 " * [text]; the outputs replace the last run's. */\n"
                  "int %s_run_ptb(%s_model *m, const char *text, size_t len, char *err,\n"
-                 "               size_t errlen);\n\n", n, n);
+                 "               size_t errlen);\n\n", n, n, n);
   ctx_buf_printf(h, "/* The same for node lists (docs/formats.md). */\n"
                  "int %s_run_nodes(%s_model *m, const char *text, size_t len, char *err,\n"
                  "                 size_t errlen);\n\n", n, n);
+  ctx_buf_printf(h, "/* The same for CoNLL-U dependency trees (one per sentence, a node per\n"
+                 " * word, children in sentence order): the word of each node is its [column]\n"
+                 " * (\"FORM\", \"LEMMA\", \"UPOS\" or \"XPOS\"; NULL: FORM), looked up in the\n"
+                 " * vocabulary of %s_set_vocab, or an integer word id without one. */\n"
+                 "int %s_run_conllu(%s_model *m, const char *text, size_t len, const char *column,\n"
+                 "                  char *err, size_t errlen);\n\n"
+                 "/* The vocabulary of the text runs from now on (ctx run --vocab, --unk): the\n"
+                 " * [len] bytes at [words], one word a line (id: its line from 0), words not\n"
+                 " * in it taking [unk]'s id when [unk] is not NULL; [words] NULL: none (words\n"
+                 " * are integer ids). On failure the model keeps its vocabulary. */\n"
+                 "int %s_set_vocab(%s_model *m, const char *words, size_t len, const char *unk,\n"
+                 "                 char *err, size_t errlen);\n\n"
+                 "/* Whether the runs from now on give a row for every node, in the input's\n"
+                 " * order (ctx run --all-nodes), not one per structure. */\n"
+                 "void %s_set_all_nodes(%s_model *m, int all_nodes);\n\n", n, n, n, n, n, n, n);
   header_arrays(h, b);
   ctx_buf_printf(h, "/* The number of output rows of the last successful run (0 before). */\n"
                  "int64_t %s_num_outputs(const %s_model *m);\n\n"
@@ -441,8 +577,11 @@ static void model_api(CtxBuf *c, const CtxBuild *b) {
                  "  if (!out) return %s_status(CTXRT_ERR_ARG, &(CtxrtError){CTXRT_ERR_ARG, 0,"
                  " \"error: out is NULL\"}, err, errlen);\n"
                  "  CtxrtStatus st = ctxrt_model_load(&%s_desc, path, seed, &m, &e);\n"
-                 "  *out = (%s_model *)m;\n  return %s_status(st, &e, err, errlen);\n}\n\n",
-                 n, n, n, n, n, n);
+                 "  *out = (%s_model *)m;\n"
+                 "  /* on success e.msg is \"\" or the note of converted tensors */\n"
+                 "  if (!st && err && errlen) snprintf(err, errlen, \"%%s\", e.msg);\n"
+                 "  return st ? %s_status(st, &e, err, errlen) : %s_OK;\n}\n\n",
+                 n, n, n, n, n, n, b->upper);
   ctx_buf_printf(c, "int %s_create(const char *weights_path, %s_model **out, char *err,\n"
                  "              size_t errlen) {\n"
                  "  return %s_load(weights_path, 0, out, err, errlen);\n}\n\n"
@@ -456,6 +595,23 @@ static void model_api(CtxBuf *c, const CtxBuild *b) {
                    "  CtxrtStatus st = ctxrt_model_run_text((CtxrtModel *)m, \"%s\", text ? text : \"\","
                    " len, %d, &e);\n  return %s_status(st, &e, err, errlen);\n}\n\n",
                    n, nodes ? "nodes" : "ptb", n, n, nodes ? "nodes" : "ptb", nodes, n);
+  ctx_buf_printf(c, "int %s_run_conllu(%s_model *m, const char *text, size_t len, const char *column,\n"
+                 "                  char *err, size_t errlen) {\n  CtxrtError e;\n"
+                 "  int col = ctxrt_conllu_column(column ? column : \"FORM\");\n"
+                 "  if (!m || (!text && len) || col < 0) return %s_status(CTXRT_ERR_ARG, &(CtxrtError){"
+                 "CTXRT_ERR_ARG, 0, \"error: no model, no text or a column not FORM, LEMMA, UPOS or"
+                 " XPOS\"}, err, errlen);\n"
+                 "  CtxrtStatus st = ctxrt_model_run_conllu((CtxrtModel *)m, \"conllu\", text ? text :"
+                 " \"\", len, col, &e);\n  return %s_status(st, &e, err, errlen);\n}\n\n"
+                 "int %s_set_vocab(%s_model *m, const char *words, size_t len, const char *unk,\n"
+                 "                 char *err, size_t errlen) {\n  CtxrtError e;\n"
+                 "  if (!m) return %s_status(CTXRT_ERR_ARG, &(CtxrtError){CTXRT_ERR_ARG, 0, "
+                 "\"error: no model\"}, err, errlen);\n"
+                 "  CtxrtStatus st = ctxrt_model_set_vocab((CtxrtModel *)m, \"vocab\", words, len, unk,"
+                 " &e);\n  return %s_status(st, &e, err, errlen);\n}\n\n"
+                 "void %s_set_all_nodes(%s_model *m, int all_nodes) {\n"
+                 "  if (m) ctxrt_model_set_all_nodes((CtxrtModel *)m, all_nodes);\n}\n\n",
+                 n, n, n, n, n, n, n, n, n, n);
   model_arrays(c, b);
   ctx_buf_printf(c, "int64_t %s_num_outputs(const %s_model *m) {\n  int64_t rows = 0;\n"
                  "  if (m) ctxrt_model_outputs((const CtxrtModel *)m, &rows);\n"
@@ -490,12 +646,12 @@ static void model_source(CtxBuf *c, const CtxBuild *b) {
 static int compile_and_link(const CtxBuild *b, const char *kernel_o) {
   char *src = out_path(b, "", "_model.c"), *obj = out_path(b, "", "_model.o");
   char *so = out_path(b, "lib", ".so");
-  const char *cc_args[] = {"-std=c11", "-O2", "-fPIC", "-I", b->dir, "-I", CTX_RT_INCLUDE,
+  const char *cc_args[] = {"-std=c11", "-O2", "-fPIC", "-I", b->dir, "-I", b->rt.include,
                            "-c", src, "-o", obj};
-  int rc = run_cc(cc_args, (int)(sizeof cc_args / sizeof *cc_args), "compiling the model");
+  int rc = run_cc(b, cc_args, (int)(sizeof cc_args / sizeof *cc_args), "compiling the model");
   const char *ld_args[] = {"-shared", "-o",  so,   kernel_o,    obj,
-                           CTX_RT_LIB, "-ljansson", "-lm", "-lpthread"};
-  if (!rc) rc = run_cc(ld_args, (int)(sizeof ld_args / sizeof *ld_args), "linking the library");
+                           b->rt.lib, "-ljansson", "-lm", "-lpthread"};
+  if (!rc) rc = run_cc(b, ld_args, (int)(sizeof ld_args / sizeof *ld_args), "linking the library");
   free(src);
   free(obj);
   free(so);
@@ -507,7 +663,7 @@ static int compile_and_link(const CtxBuild *b, const char *kernel_o) {
 static int archive(const CtxBuild *b, const char *kernel_o) {
   char *obj = out_path(b, "", "_model.o"), *lib = out_path(b, "lib", ".a");
   char *mri = out_path(b, "", ".mri");
-  const char *paths[] = {obj, lib, kernel_o, CTX_RT_LIB};
+  const char *paths[] = {obj, lib, kernel_o, b->rt.lib};
   for (size_t i = 0; i < sizeof paths / sizeof *paths; i++)
     if (strpbrk(paths[i], " \t\n;*+,()'\"")) {
       fprintf(stderr, "ctx: error: cannot archive '%s' (a blank or one of ;*+,()'\" in "
@@ -518,11 +674,11 @@ static int archive(const CtxBuild *b, const char *kernel_o) {
   CtxBuf text;
   ctx_buf_init(&text);
   ctx_buf_printf(&text, "CREATE %s\nADDLIB %s\nADDMOD %s\nADDMOD %s\nSAVE\nEND\n", lib,
-                 CTX_RT_LIB, kernel_o, obj);
+                 b->rt.lib, kernel_o, obj);
   remove(lib);
   int rc = write_text(mri, &text) ? 0 : CTX_EXIT_ICE;
   char *argv[] = {"ar", "-M", NULL};
-  if (!rc) rc = run_tool(argv, mri, "ar");
+  if (!rc) rc = run_tool(b, argv, mri, "ar");
   remove(mri);
   ctx_buf_free(&text);
   free(obj), free(lib), free(mri);
@@ -566,7 +722,7 @@ static int ptx_object(CtxBuild *b, const char *kernel_o) {
   char *src = out_path(b, "", "_kernel.c");
   if (!rc && !write_text(src, &c)) rc = CTX_EXIT_ICE;
   const char *cc_args[] = {"-O0", "-fPIC", "-c", src, "-o", kernel_o};
-  if (!rc) rc = run_cc(cc_args, (int)(sizeof cc_args / sizeof *cc_args), "compiling the PTX");
+  if (!rc) rc = run_cc(b, cc_args, (int)(sizeof cc_args / sizeof *cc_args), "compiling the PTX");
   if (!rc) {
     b->ptx = ctx_xmalloc(strlen(ctx_buf_str(&ptx)) + 1);
     strcpy(b->ptx, ctx_buf_str(&ptx));
@@ -615,8 +771,18 @@ int ctx_build(CtxSession *s) {
   memset(&b, 0, sizeof b);
   b.s = s;
   b.dir = s->opts.build.out;
+  if (!ctx_build_runtime(&b.rt)) {
+    fprintf(stderr, "ctx: error: cannot find the runtime (libctxrt.a and ctxrt.h)%s%s; set "
+            "CTX_HOME to the prefix ctx was installed in\n", b.rt.looked[0] ? " at " : "",
+            b.rt.looked);
+    ctx_build_runtime_free(&b.rt);
+    return CTX_EXIT_ICE;
+  }
+  if (s->opts.build.verbose)
+    fprintf(s->out, "runtime: %s and %s/ctxrt.h (%s)\n", b.rt.lib, b.rt.include, b.rt.from);
   b.p = ctx_pipeline_ra(s, s->opts.files[0]);
   if (!b.p) {
+    ctx_build_runtime_free(&b.rt);
     rc = ctx_session_exit_code(s);
     return rc ? rc : CTX_EXIT_ICE;
   }
@@ -628,5 +794,6 @@ int ctx_build(CtxSession *s) {
   ctx_model_desc_free(&b.desc);
   free(b.upper);
   free(b.ptx);
+  ctx_build_runtime_free(&b.rt);
   return rc;
 }

@@ -152,11 +152,16 @@ static const char build_options[] =
     "  --cpu CPU          the CPU the kernel is compiled for: native (default: this\n"
     "                     machine's), x86-64-v3 (AVX2, FMA), x86-64-v4 (AVX-512) or\n"
     "                     generic (any x86-64), for libraries run elsewhere\n"
+    "  -v, --verbose      print the runtime it links (libctxrt.a, ctxrt.h) and\n"
+    "                     every command it runs\n"
     "  -D NAME=VALUE      override dim NAME (also -DNAME=VALUE)\n"
     OPT_OPTIONS
     "  --error-limit=N    stop after N errors (default 20, 0 = no limit)\n"
     "  -h, --help         show this help\n"
     "\n"
+    "The runtime linked is $CTX_HOME's (a prefix) when set, else the one\n"
+    "installed with ctx (PREFIX/lib, PREFIX/include next to PREFIX/bin/ctx), else\n"
+    "the build tree's when this is the build tree's ctx (ctx --version says which).\n"
     "By default the kernel is compiled for this CPU (its name and features, O3,\n"
     "PIC) as ctx run's JIT does; with --target cuda the library embeds the\n"
     "kernel's PTX and runs it through the CUDA driver (docs/cuda.md). The C\n"
@@ -164,7 +169,8 @@ static const char build_options[] =
     "Link a program with -lNAME, or with libNAME.a -ljansson -lm.\n"
     "\n"
     "exit codes: 0 ok, 1 errors in the model, 2 bad command line or output\n"
-    "            directory, 70 internal error (LLVM, the C compiler or ar failed)\n";
+    "            directory, 70 internal error (LLVM, the C compiler or ar failed,\n"
+    "            or no runtime found)\n";
 
 /* ctx tune; driver_tune.c, docs/tune.md. */
 static const char tune_options[] =
@@ -411,6 +417,14 @@ int main(int argc, char **argv) {
   }
   if (strcmp(name, "--version") == 0) {
     printf("ctx %s\n", CTX_VERSION);
+#ifdef CTX_HAVE_JIT
+    CtxRuntime rt;
+    if (ctx_build_runtime(&rt))
+      printf("runtime: %s and %s/ctxrt.h (%s)\n", rt.lib, rt.include, rt.from);
+    else
+      printf("runtime: not found (looked for %s)\n", rt.looked[0] ? rt.looked : "an install prefix");
+    ctx_build_runtime_free(&rt);
+#endif
     return 0;
   }
   const Verb *v = NULL;

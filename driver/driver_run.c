@@ -385,13 +385,9 @@ static CtxrtStatus validate(CtxRun *r) {
 
 /* The note that a weights file's F64, F16 or BF16 tensors were converted. */
 static void note_converted(const CtxRun *r) {
-  const CtxrtWeights *w = r->weights;
-  if (!w->num_converted) return;
-  fprintf(stderr, "%s: note: %d tensor%s converted to float32 from%s%s%s\n", r->o->weights,
-          (int)w->num_converted, w->num_converted == 1 ? "" : "s",
-          w->converted & CTXRT_CONVERTED_F64 ? " F64" : "",
-          w->converted & CTXRT_CONVERTED_F16 ? " F16" : "",
-          w->converted & CTXRT_CONVERTED_BF16 ? " BF16" : "");
+  char note[CTXRT_MSG_SIZE];
+  ctxrt_weights_note(r->weights, r->o->weights, note, sizeof note);
+  if (note[0]) fprintf(stderr, "%s\n", note);
 }
 
 /* After the weights check failed: the -D values that would make the file's

@@ -422,6 +422,12 @@ typedef struct CtxrtWeights {
   unsigned converted;    /* CTXRT_CONVERTED_* bits of those dtypes */
 } CtxrtWeights;
 
+/* The note that the file [path] held [weights]' F64, F16 or BF16 tensors,
+ * converted to float32 (`W.safetensors: note: 2 tensors converted to float32
+ * from F64`), NUL-terminated and truncated to [buf]'s [len] bytes; "" when
+ * none was converted. ctx run prints it, ctxrt_model_load passes it on. */
+void ctxrt_weights_note(const CtxrtWeights *weights, const char *path, char *buf, size_t len);
+
 /* Makes zero-filled weights with one tensor per entry of [params] ([n] of them),
  * in that order. Returns CTXRT_ERR_ARG for a bad shape or a duplicate name. */
 CtxrtStatus ctxrt_weights_create(const CtxrtParam *params, int32_t n, CtxrtWeights **out,
@@ -702,7 +708,9 @@ CtxrtStatus ctxrt_model_create(const CtxrtModelDesc *desc, const CtxrtWeights *w
 
 /* Like ctxrt_model_create with weights the model owns: read from the safetensors
  * file [weights_path] and checked against the parameters (ctxrt_weights_check),
- * or, when [weights_path] is NULL, the default initialiser's from [seed]. */
+ * or, when [weights_path] is NULL, the default initialiser's from [seed]. On
+ * success [err] (when not NULL) has status CTXRT_OK and, as its message, the
+ * note of ctxrt_weights_note when the file's tensors were converted, else "". */
 CtxrtStatus ctxrt_model_load(const CtxrtModelDesc *desc, const char *weights_path,
                              uint64_t seed, CtxrtModel **out, CtxrtError *err);
 
@@ -747,11 +755,30 @@ typedef struct CtxrtModelTimes {
 void ctxrt_model_times(const CtxrtModel *model, CtxrtModelTimes *times);
 void ctxrt_model_reset_times(CtxrtModel *model);
 
-/* Reads the [len] bytes at [data] as bracketed trees ([nodes] 0) or node lists
- * ([nodes] 1), named [name] in messages, validates them against desc->spec and
- * runs the model on them (outputs only, into the model's own buffer). */
+/* Reads the [len] bytes at [data] as bracketed trees ([nodes] 0; leaf words
+ * through the model's vocabulary when it has one, ctxrt_model_set_vocab) or
+ * node lists ([nodes] 1), named [name] in messages, validates them against
+ * desc->spec and runs the model on them (into the model's own buffer: a row
+ * per output node, or per node with ctxrt_model_set_all_nodes). */
 CtxrtStatus ctxrt_model_run_text(CtxrtModel *model, const char *name, const char *data,
                                  size_t len, int nodes, CtxrtError *err);
+
+/* The same for CoNLL-U text (ctxrt_read_conllu_buffer): field [column] (1
+ * FORM .. 4 XPOS) of each word looked up in the model's vocabulary, or read as
+ * an integer word id when it has none. */
+CtxrtStatus ctxrt_model_run_conllu(CtxrtModel *model, const char *name, const char *data,
+                                   size_t len, int column, CtxrtError *err);
+
+/* Whether the runs from text and arrays give a row for every node (in the
+ * input's order, as ctx run --all-nodes) instead of one per output node. */
+void ctxrt_model_set_all_nodes(CtxrtModel *model, int all_nodes);
+
+/* The vocabulary of the text runs: the [len] bytes at [data] (one word a
+ * line, ctxrt_vocab_read_buffer; [name] in messages), words not in it taking
+ * the id of [unk] when not NULL (ctxrt_vocab_set_fallback); [data] NULL: none
+ * (words are integer ids). On failure the model keeps its vocabulary. */
+CtxrtStatus ctxrt_model_set_vocab(CtxrtModel *model, const char *name, const char *data,
+                                  size_t len, const char *unk, CtxrtError *err);
 
 /* Makes a forest of desc->spec's kind from arrays (ctxrt_forest_from_heads
  * when [heads] is not NULL, else ctxrt_forest_from_arrays with [num_deps] and

@@ -38,6 +38,8 @@ struct CtxrtModel {
   int32_t team_want;    /* the count [team] was created for */
   CtxrtCuda *gpu;       /* a CUDA kernel's GPU side (desc->ptx), else NULL */
   CtxrtModelTimes times; /* ctxrt_model_times */
+  int all_nodes;        /* ctxrt_model_set_all_nodes: the text and array runs' rows */
+  CtxrtVocab *vocab;    /* ctxrt_model_set_vocab: the words of the text runs, or NULL */
 };
 
 /* [b]'s block of [t] transposed into panels (CTXRT_BUF_PACKED) in a new
@@ -133,6 +135,8 @@ CtxrtStatus ctxrt_model_load(const CtxrtModelDesc *desc, const char *weights_pat
     return st;
   }
   (*out)->owned = w;
+  ctxrt_error_clear(err);
+  if (err && weights_path) ctxrt_weights_note(w, weights_path, err->msg, sizeof err->msg);
   return CTXRT_OK;
 }
 
@@ -149,6 +153,7 @@ void ctxrt_model_destroy(CtxrtModel *m) {
   free(m->out);
   ctxrt_linear_destroy(m->lin);
   ctxrt_weights_destroy(m->owned);
+  ctxrt_vocab_destroy(m->vocab);
   free(m);
 }
 
@@ -314,11 +319,40 @@ CtxrtStatus ctxrt_model_run_text(CtxrtModel *m, const char *name, const char *da
   CtxrtForest *f = NULL;
   m->out_rows = 0;
   CtxrtStatus st = nodes ? ctxrt_read_nodes_buffer(name, data, len, &f, err)
-                         : ctxrt_read_ptb_buffer(name, data, len, NULL, &f, err);
+                         : ctxrt_read_ptb_buffer(name, data, len, m->vocab, &f, err);
   if (!st) st = ctxrt_forest_validate(f, &m->d->spec, err);
-  if (!st) st = ctxrt_model_run(m, f, 0, NULL, err);
+  if (!st) st = ctxrt_model_run(m, f, m->all_nodes, NULL, err);
   ctxrt_forest_destroy(f);
   return st;
+}
+
+CtxrtStatus ctxrt_model_run_conllu(CtxrtModel *m, const char *name, const char *data,
+                                   size_t len, int column, CtxrtError *err) {
+  CtxrtForest *f = NULL;
+  m->out_rows = 0;
+  CtxrtStatus st = ctxrt_read_conllu_buffer(name, data, len, m->vocab, column, &f, err);
+  if (!st) st = ctxrt_forest_validate(f, &m->d->spec, err);
+  if (!st) st = ctxrt_model_run(m, f, m->all_nodes, NULL, err);
+  ctxrt_forest_destroy(f);
+  return st;
+}
+
+void ctxrt_model_set_all_nodes(CtxrtModel *m, int all_nodes) { m->all_nodes = all_nodes != 0; }
+
+CtxrtStatus ctxrt_model_set_vocab(CtxrtModel *m, const char *name, const char *data, size_t len,
+                                  const char *unk, CtxrtError *err) {
+  CtxrtVocab *v = NULL;
+  if (data) {
+    CtxrtStatus st = ctxrt_vocab_read_buffer(name, data, len, &v, err);
+    if (!st && unk) st = ctxrt_vocab_set_fallback(v, unk, strlen(unk), err);
+    if (st) {
+      ctxrt_vocab_destroy(v);
+      return st;
+    }
+  }
+  ctxrt_vocab_destroy(m->vocab);
+  m->vocab = v;
+  return CTXRT_OK;
 }
 
 CtxrtStatus ctxrt_model_run_arrays(CtxrtModel *m, int32_t num_structs,
@@ -339,7 +373,7 @@ CtxrtStatus ctxrt_model_run_arrays(CtxrtModel *m, int32_t num_structs,
     st = ctxrt_forest_from_arrays("arrays", spec->kind, num_structs, num_nodes, num_deps,
                                   deps, spec->num_values, values, spec->values_on, &f, err);
   if (!st) st = ctxrt_forest_validate(f, spec, err);
-  if (!st) st = ctxrt_model_run(m, f, 0, NULL, err);
+  if (!st) st = ctxrt_model_run(m, f, m->all_nodes, NULL, err);
   ctxrt_forest_destroy(f);
   return st;
 }

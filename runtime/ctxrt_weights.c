@@ -293,6 +293,17 @@ void ctxrt_init_fill_f64(CtxrtInit *init, double *dst, size_t n) {
     dst[i] = (double)init_draw(init);
 }
 
+void ctxrt_weights_note(const CtxrtWeights *w, const char *path, char *buf, size_t len) {
+  if (!len) return;
+  buf[0] = 0;
+  if (!w || !w->num_converted) return;
+  snprintf(buf, len, "%s: note: %d tensor%s converted to float32 from%s%s%s", path,
+           (int)w->num_converted, w->num_converted == 1 ? "" : "s",
+           w->converted & CTXRT_CONVERTED_F64 ? " F64" : "",
+           w->converted & CTXRT_CONVERTED_F16 ? " F16" : "",
+           w->converted & CTXRT_CONVERTED_BF16 ? " BF16" : "");
+}
+
 void ctxrt_weights_init(CtxrtWeights *w, uint64_t seed) {
   CtxrtInit init;
   ctxrt_init_begin(&init, seed);

@@ -260,8 +260,12 @@ static void hoist_block(Hoister *H, IlirBlock *b) {
       hoist_block(H, &s->then);
       hoist_block(H, &s->els);
     } else if (H->depth < MAX_SCOPE) {
-      bool fixed = s->lo->kind == ILIR_CONST && s->lo->ival == 0 && s->hi->kind == ILIR_CONST;
-      H->scope[H->depth++] = (Scope){s->var, fixed ? s->hi->ival : 0, false};
+      bool zero = s->lo->kind == ILIR_CONST && s->lo->ival == 0;
+      bool fixed = zero && s->hi->kind == ILIR_CONST;
+      /* a `for k in n.children` loop runs k over [0, num_deps[n]), as the
+       * zoo's sum(k in n.children) does */
+      bool deps = zero && s->hi->kind == ILIR_LOAD && s->hi->buf == H->k->num_deps_buf;
+      H->scope[H->depth++] = (Scope){s->var, fixed ? s->hi->ival : 0, deps};
       hoist_block(H, &s->body);
       H->depth--;
     }

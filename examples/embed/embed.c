@@ -145,6 +145,7 @@ int main(int argc, char **argv) {
   char err[512];
   treelstm_model *m = NULL;
   int rc = treelstm_create(weights, &m, err, sizeof err);
+  if (rc == TREELSTM_OK && err[0]) fprintf(stderr, "embed: %s\n", err); /* a note */
   if (rc == TREELSTM_OK) rc = treelstm_set_threads(m, threads, err, sizeof err);
   if (rc == TREELSTM_OK) rc = run_model(m, text, len, mode, err, sizeof err);
   if (rc != TREELSTM_OK) {

@@ -63,8 +63,9 @@ def assert_close(got, want, rtol, atol, what, width=H):
     assert max(abs(x) for g in got for x in g) > 1e-3, what  # real numbers, not zeros
 
 
-def write_weights(header, path, seed):
-    """Random F32 tensors shaped as the header lists them, as safetensors."""
+def write_weights(header, path, seed, dtype="F32"):
+    """Random tensors shaped as the header lists them, as safetensors of
+    [dtype] F32 or F64."""
     params = re.findall(r"^ \*   (\w+) \[([\d, ]*)\]$", open(header).read(), re.M)
     assert params, "no parameters listed in the header"
     rng = random.Random(seed)
@@ -74,8 +75,9 @@ def write_weights(header, path, seed):
         n = 1
         for d in shape:
             n *= d
-        b = struct.pack("<%df" % n, *(rng.random() * 0.4 - 0.2 for _ in range(n)))
-        meta[name] = {"dtype": "F32", "shape": shape, "data_offsets": [off, off + len(b)]}
+        b = struct.pack("<%d%s" % (n, "d" if dtype == "F64" else "f"),
+                        *(rng.random() * 0.4 - 0.2 for _ in range(n)))
+        meta[name] = {"dtype": dtype, "shape": shape, "data_offsets": [off, off + len(b)]}
         blobs.append(b)
         off += len(b)
     head = json.dumps(meta).encode()
@@ -99,6 +101,23 @@ def check_errors(a, model, out):
     assert "starts like the runtime's symbols" in p.stderr, p.stderr
     p = run([ctx, "build", model, "--cpu", "pentium", "-o", out], expect=2)
     assert "give native, generic, x86-64-v3 or x86-64-v4" in p.stderr, p.stderr
+
+
+def check_converted_note(a, model, trees, header, exe, tmp):
+    """F64 weights: treelstm_create's err holds ctx run's note (embed prints
+    it), and the outputs are ctx run's with the same file."""
+    w64 = os.path.join(tmp, "w64.safetensors")
+    write_weights(header, w64, 11, "F64")
+    npy = os.path.join(tmp, "w64.npy")
+    p = run([a.ctx, "run", model, "-D", f"H={H}", "--input", trees, "--output", npy,
+             "--weights", w64])
+    notes = [l for l in p.stderr.splitlines() if ": note: " in l]
+    assert notes == [f"{w64}: note: 5 tensors converted to float32 from F64"], p.stderr
+    got = run([exe, "--weights", w64, trees])
+    assert got.stderr.splitlines() == ["embed: " + notes[0]], got.stderr
+    assert_close(parse_rows(got.stdout), read_npy(npy), 1e-6, 1e-7, "F64 weights vs ctx run")
+    plain = run([exe, trees])  # the seeded defaults: no note
+    assert plain.stderr == "", plain.stderr
 
 
 def ctx_run_rows(a, model, h, trees, tmp):
@@ -188,6 +207,7 @@ def main():
     check_errors(a, model, os.path.join(a.tmp, "bad"))
     weights = os.path.join(a.tmp, "w.safetensors")
     write_weights(os.path.join(out, "treelstm.h"), weights, 7)
+    check_converted_note(a, model, trees, os.path.join(out, "treelstm.h"), exe_a, a.tmp)
     for wargs in ([], ["--weights", weights]):
         ref = {}
         for engine in ("jit", "interp"):

@@ -15,8 +15,15 @@ seeded defaults `ctx run` uses.
     m = ctx.load("out/libtreelstm.so", weights={"Emb": emb, ...})
     h = m.run(["(3 (2 17) (4 (2 5) (3 901)))", "(0 7)"])     # shape [2, 64]
 
+Every run takes all_nodes=True for a row per node in the input's order (ctx
+run --all-nodes) instead of one per structure. CoNLL-U text runs with
+m.run_conllu(text, vocab=words, column="FORM") (ctx run --format conllu
+--vocab); bracketed trees take vocab= too.
+
 Errors raise CtxError carrying the library's message (`FILE:LINE: error:
-...`) and its code. A model is used by one thread at a time.
+...`) and its code; the library's note that a weights file's F64, F16 or
+BF16 tensors were converted to float32 is Model.note (and a UserWarning). A
+model is used by one thread at a time.
 """
 import ctypes
 import json
@@ -24,6 +31,7 @@ import os
 import re
 import struct
 import tempfile
+import warnings
 
 import numpy as np
 
@@ -103,6 +111,9 @@ def _declare(lib, name):
                             ctypes.POINTER(vp), cp, sz),
         "run_ptb": fn("run_ptb", ctypes.c_int, vp, cp, sz, cp, sz),
         "run_nodes": fn("run_nodes", ctypes.c_int, vp, cp, sz, cp, sz),
+        "run_conllu": fn("run_conllu", ctypes.c_int, vp, cp, sz, cp, cp, sz),
+        "set_vocab": fn("set_vocab", ctypes.c_int, vp, cp, sz, cp, cp, sz),
+        "set_all_nodes": fn("set_all_nodes", None, vp, ctypes.c_int),
         "run_arrays": fn("run_arrays", ctypes.c_int, vp, ctypes.c_int32, _i32p, _i32p,
                          _i32p, _f64p, cp, sz),
         "num_outputs": fn("num_outputs", ctypes.c_int64, vp),
@@ -154,6 +165,7 @@ class Model:
         self._lib = ctypes.CDLL(os.path.abspath(path))
         self._f = _declare(self._lib, name)
         self._m = None
+        self.note = ""  # the library's note on the weights (converted tensors), or ""
         handle = ctypes.c_void_p()
         if weights is None:
             self._call("create_seeded", ctypes.c_uint64(seed), ctypes.byref(handle))
@@ -166,6 +178,8 @@ class Model:
         else:
             self._call("create", os.fsencode(weights), ctypes.byref(handle))
         self._m = handle
+        if self.note:
+            warnings.warn(self.note, stacklevel=3)
         if threads:
             self._call("set_threads", self._m, int(threads))
         dims = (ctypes.c_int64 * 8)()
@@ -178,11 +192,29 @@ class Model:
     def _call(self, fn, *args, path=None, label=None):
         err = ctypes.create_string_buffer(_ERRLEN)
         rc = self._f[fn](*args, err, _ERRLEN)
+        msg = err.value.decode("utf-8", "replace")
+        if path and label:  # the temporary file's name means nothing to the caller
+            msg = msg.replace(path, label)
         if rc != 0:
-            msg = err.value.decode("utf-8", "replace")
-            if path and label:  # the temporary file's name means nothing to the caller
-                msg = msg.replace(path, label)
             raise CtxError(rc, msg)
+        if fn == "create":  # on success, the note of converted tensors or ""
+            self.note = msg
+
+    def _mode(self, all_nodes, vocab=None, unk=None):
+        """Sets the next run's rows (all nodes or the structures') and vocabulary."""
+        self._f["set_all_nodes"](self._m, 1 if all_nodes else 0)
+        if vocab is None:
+            if unk is not None:
+                raise CtxError(4, "error: unk needs a vocab")
+            self._call("set_vocab", self._m, None, 0, None)
+            return
+        if isinstance(vocab, (str, bytes, os.PathLike)):
+            with open(vocab, "rb") as f:
+                data = f.read()
+        else:
+            data = "".join(str(w) + "\n" for w in vocab).encode()
+        self._call("set_vocab", self._m, data, len(data),
+                   None if unk is None else str(unk).encode())
 
     def _outputs(self):
         rows = self._f["num_outputs"](self._m)
@@ -194,8 +226,10 @@ class Model:
         return out.reshape((rows,) + self.output_shape)
 
     # -- running
-    def run(self, trees):
-        """Runs the model and returns its outputs, shape [rows, ...]. [trees]
+    def run(self, trees, all_nodes=False):
+        """Runs the model and returns its outputs, shape [rows, ...]: a row per
+        structure (its root / sink / last element), or with [all_nodes] a row
+        per node in the input's order (ctx run --all-nodes). [trees]
         is bracketed text (one tree a line), a list of bracketed strings,
         node-list text (docs/formats.md: it starts with 'tree', 'dag' or
         'sequence'), or a list of structures, each a list of nodes given as
@@ -207,23 +241,39 @@ class Model:
             head = text.lstrip()
             first = re.sub(r"#.*", "", head).split(None, 1)
             if first and first[0] in ("tree", "dag", "sequence"):
-                return self.run_nodes(text)
-            return self.run_ptb(text)
+                return self.run_nodes(text, all_nodes=all_nodes)
+            return self.run_ptb(text, all_nodes=all_nodes)
         trees = list(trees)
         if all(isinstance(t, str) for t in trees):
-            return self.run_ptb("\n".join(t.strip() for t in trees) + "\n")
-        return self.run_structures(trees)
+            return self.run_ptb("\n".join(t.strip() for t in trees) + "\n",
+                                all_nodes=all_nodes)
+        return self.run_structures(trees, all_nodes=all_nodes)
 
-    def run_ptb(self, text):
-        """Bracketed trees, one a line, integer word ids at the leaves."""
+    def run_ptb(self, text, vocab=None, unk=None, all_nodes=False):
+        """Bracketed trees, one a line, integer word ids at the leaves, or
+        words of [vocab] (see run_conllu)."""
         data = text.encode() if isinstance(text, str) else bytes(text)
+        self._mode(all_nodes, vocab, unk)
         self._call("run_ptb", self._m, data, len(data))
         return self._outputs()
 
-    def run_nodes(self, text):
+    def run_nodes(self, text, all_nodes=False):
         """Node lists (docs/formats.md)."""
         data = text.encode() if isinstance(text, str) else bytes(text)
+        self._mode(all_nodes)
         self._call("run_nodes", self._m, data, len(data))
+        return self._outputs()
+
+    def run_conllu(self, text, vocab=None, column="FORM", unk=None, all_nodes=False):
+        """CoNLL-U dependency trees (ctx run --format conllu): one tree per
+        sentence, a node per word, its word the [column] FORM, LEMMA, UPOS
+        or XPOS (ctx run --conllu-column) looked up in [vocab] (a path to a
+        file of one word a line, or a sequence of words: id = position;
+        None: the column holds integer ids), words not in it taking [unk]'s
+        id when given (ctx run --unk)."""
+        data = text.encode() if isinstance(text, str) else bytes(text)
+        self._mode(all_nodes, vocab, unk)
+        self._call("run_conllu", self._m, data, len(data), str(column).encode())
         return self._outputs()
 
     def _values(self, values, total):
@@ -233,7 +283,7 @@ class Model:
                               f"{self.num_values} per node ({total * self.num_values})")
         return v
 
-    def run_arrays(self, num_nodes, num_deps=None, deps=None, values=()):
+    def run_arrays(self, num_nodes, num_deps=None, deps=None, values=(), all_nodes=False):
         """Structures as arrays (NAME_run_arrays): num_nodes[s] per structure;
         per node (structures one after the other) num_deps[n] and its
         dependencies concatenated in deps (indices within the structure), and
@@ -254,12 +304,13 @@ class Model:
             raise CtxError(4, f"error: {d.size} dependencies, num_deps sums to "
                               f"{int(nd.sum()) if nd.size else 0}")
         v = self._values(values, total)
+        self._mode(all_nodes)
         self._call("run_arrays", self._m, len(nn), _ptr(nn, ctypes.c_int32),
                    _ptr(nd, ctypes.c_int32), _ptr(d, ctypes.c_int32),
                    _ptr(v, ctypes.c_double))
         return self._outputs()
 
-    def run_heads(self, num_nodes, heads, values):
+    def run_heads(self, num_nodes, heads, values, all_nodes=False):
         """Trees as parent arrays (NAME_run_heads): heads[n] the parent's index
         within the tree, -1 for the root; children in index order."""
         if "run_heads" not in self._f:
@@ -270,11 +321,12 @@ class Model:
         if h.size != total:
             raise CtxError(4, f"error: {h.size} heads for {total} nodes")
         v = self._values(values, total)
+        self._mode(all_nodes)
         self._call("run_heads", self._m, len(nn), _ptr(nn, ctypes.c_int32),
                    _ptr(h, ctypes.c_int32), _ptr(v, ctypes.c_double))
         return self._outputs()
 
-    def run_structures(self, structures):
+    def run_structures(self, structures, all_nodes=False):
         """A list of structures, each a list of (values, deps) nodes (see run)."""
         num_nodes, num_deps, deps, values = [], [], [], []
         for s in structures:
@@ -286,7 +338,7 @@ class Model:
                 if vals is None:
                     vals = [0.0] * self.num_values
                 values.extend(np.atleast_1d(np.asarray(vals, dtype=np.float64)).tolist())
-        return self.run_arrays(num_nodes, num_deps, deps, values)
+        return self.run_arrays(num_nodes, num_deps, deps, values, all_nodes=all_nodes)
 
     # -- lifetime
     def close(self):

@@ -2,17 +2,22 @@
 """test_ctx.py — the Python API (python/ctx) against `ctx run` on the same
 inputs: treelstm (binary trees, words at leaves) and childsum (n-ary trees, a
 word on every node) built with `ctx build`, run from bracketed strings, node
-lists (text and Python lists), arrays and parent arrays, with the seeded
-weights, a safetensors file and a dict of arrays; and the errors.
+lists (text and Python lists), arrays and parent arrays, CoNLL-U text through
+a vocabulary, with a row per structure and per node (all_nodes), with the
+seeded weights, a safetensors file (F64 ones noted as converted, as ctx run
+notes them) and a dict of arrays; and the errors.
 
   test_ctx.py --ctx CTX --cc CC --src SOURCE_DIR --tmp DIR
 """
 import argparse
 import os
 import shutil
+import json
+import struct
 import subprocess
 import sys
 import unittest
+import warnings
 
 import numpy as np
 
@@ -31,6 +36,30 @@ def ctx_run(model, dims, inp, extra=()):
     out = os.path.join(A.tmp, "ref.npy")
     sh([A.ctx, "run", model] + dims + ["--input", inp, "--output", out] + list(extra))
     return np.load(out)
+
+
+def ctx_run_note(model, dims, inp, weights):
+    """The note ctx run prints for [weights] (its line on stderr with ': note: ')."""
+    out = os.path.join(A.tmp, "ref.npy")
+    p = sh([A.ctx, "run", model] + dims + ["--input", inp, "--output", out,
+                                            "--weights", weights])
+    notes = [l for l in p.stderr.splitlines() if ": note: " in l]
+    assert len(notes) == 1, p.stderr
+    return notes[0], np.load(out)
+
+
+def write_f64(path, tensors):
+    """[tensors] as an F64 safetensors file (a PyTorch model saved in double)."""
+    meta, blobs, off = {}, [], 0
+    for name, a in tensors.items():
+        b = np.ascontiguousarray(a, dtype="<f8").tobytes()
+        meta[name] = {"dtype": "F64", "shape": list(a.shape), "data_offsets": [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    head = json.dumps(meta).encode()
+    head += b" " * (-len(head) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(head)) + head + b"".join(blobs))
 
 
 def read(path):
@@ -129,6 +158,81 @@ class PythonApi(unittest.TestCase):
         self.close(self.ctx.load(lib, weights=w, threads=2).run(read(self.ptb)), want)
         seeded = ctx_run(self.treelstm, ["-D", "H=16"], self.ptb, ["--seed", "9"])
         self.close(self.ctx.load(lib, seed=9).run(read(self.ptb)), seeded)
+
+    def test_all_nodes(self):
+        """all_nodes=True: a row per node in the input's order, ctx run --all-nodes'."""
+        want = ctx_run(self.treelstm, ["-D", "H=16"], self.ptb, ["--all-nodes"])
+        text = read(self.ptb)
+        lines = [l for l in text.splitlines() if l.strip() and not l.startswith("#")]
+        with self.ctx.load(os.path.join(self.lib_t, "libtreelstm.so")) as m:
+            self.assertEqual(len(want), sum(l.count("(") for l in lines))
+            self.close(m.run(text, all_nodes=True), want)
+            self.close(m.run(lines, all_nodes=True), want)
+            heads, words, sizes = [], [], []
+            for l in lines:
+                h, w = parse_ptb(l)
+                heads, words, sizes = heads + h, words + w, sizes + [len(h)]
+            self.close(m.run_heads(sizes, heads, words, all_nodes=True), want)
+            self.assertEqual(m.run(text).shape, (len(lines), 16))  # back to the roots
+        want = ctx_run(self.childsum, ["-D", "H=8"], self.nodes, ["--all-nodes"])
+        m = self.ctx.load(os.path.join(self.lib_c, "libcs.so"))
+        self.close(m.run(read(self.nodes), all_nodes=True), want)
+
+    def test_conllu(self):
+        """CoNLL-U through a vocabulary (a file or a list), its columns, --unk."""
+        data = os.path.join(A.src, "lang-tests", "run", "data")
+        conllu, vocab = os.path.join(data, "deps.conllu"), os.path.join(data, "deps_vocab.txt")
+        words = [w.strip() for w in read(vocab).splitlines()]
+        m = self.ctx.load(os.path.join(self.lib_c, "libcs.so"))
+        for column, extra in (("FORM", []), ("LEMMA", ["--conllu-column", "LEMMA"])):
+            for all_nodes in (False, True):
+                want = ctx_run(self.childsum, ["-D", "H=8"], conllu,
+                               ["--vocab", vocab] + extra + (["--all-nodes"] if all_nodes else []))
+                self.assertEqual(len(want), 8 if all_nodes else 2)
+                self.close(m.run_conllu(read(conllu), vocab=vocab, column=column,
+                                        all_nodes=all_nodes), want)
+                self.close(m.run_conllu(read(conllu), vocab=words, column=column,
+                                        all_nodes=all_nodes), want)
+        unk = os.path.join(data, "deps_unk.conllu")
+        want = ctx_run(self.childsum, ["-D", "H=8"], unk, ["--vocab", vocab, "--unk", "cat"])
+        self.close(m.run_conllu(read(unk), vocab=words, unk="cat"), want)
+        E = self.ctx.CtxError
+        with self.assertRaises(E) as c:
+            m.run_conllu(read(unk), vocab=words)
+        self.assertIn("conllu:", c.exception.message)
+        self.assertIn("'kitten'", c.exception.message)
+        with self.assertRaises(E) as c:
+            m.run_conllu(read(conllu), vocab=words, column="DEPREL")
+        self.assertEqual(c.exception.code, 4)
+        with self.assertRaises(E) as c:  # words without a vocabulary
+            m.run_conllu(read(conllu))
+        self.assertIn("conllu:", c.exception.message)
+        with self.assertRaises(E) as c:
+            m.run_conllu(read(unk), vocab=words, unk="kitten")
+        self.assertIn("'kitten'", c.exception.message)
+        # ids in the FORM column need no vocabulary; the model still runs
+        ids = "\n".join("\t".join([str(i), str(w), "_", "_", "_", "_", str(h), "_", "_", "_"])
+                        for i, w, h in ((1, 4, 2), (2, 7, 0), (3, 1, 2))) + "\n\n"
+        self.assertEqual(m.run_conllu(ids).shape, (1, 8))
+        self.assertEqual(m.run_conllu(ids, all_nodes=True).shape, (3, 8))
+
+    def test_converted_weights_note(self):
+        """F64 tensors: the library notes the conversion as ctx run does."""
+        rng = np.random.default_rng(3)
+        shapes = {"Emb": (20000, 48), "U_iou": (48, 16), "b_iou": (48,), "U_f": (16, 16),
+                  "b_f": (16,)}
+        path = os.path.join(A.tmp, "w64.safetensors")
+        write_f64(path, {k: rng.uniform(-0.3, 0.3, s) for k, s in shapes.items()})
+        note, want = ctx_run_note(self.treelstm, ["-D", "H=16"], self.ptb, path)
+        self.assertEqual(note, f"{path}: note: 5 tensors converted to float32 from F64")
+        lib = os.path.join(self.lib_t, "libtreelstm.so")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            m = self.ctx.load(lib, weights=path)
+        self.assertEqual(m.note, note)
+        self.assertEqual([str(w.message) for w in caught], [note])
+        self.close(m.run(read(self.ptb)), want)
+        self.assertEqual(self.ctx.load(lib).note, "")  # seeded: nothing converted
 
     def test_childsum_node_lists(self):
         want = ctx_run(self.childsum, ["-D", "H=8"], self.nodes)
