@@ -20,7 +20,8 @@
 typedef enum {
   SCHED_DYNAMIC_BATCH, SCHED_SPECIALIZE, SCHED_FUSE, SCHED_HOIST, SCHED_DENSE,
   SCHED_SPLIT, SCHED_TILE, SCHED_REORDER, SCHED_VECTORIZE, SCHED_UNROLL,
-  SCHED_UNROLL_RECURSION, SCHED_PARALLEL, SCHED_PERSIST, SCHED_CACHE, SCHED_BIND
+  SCHED_UNROLL_RECURSION, SCHED_PARALLEL, SCHED_PERSIST, SCHED_CACHE, SCHED_BIND,
+  SCHED_REFACTOR_RECURSION
 } SchedVerb;
 
 enum { SCHED_MAX_ARGS = 8 };
@@ -49,6 +50,7 @@ typedef struct {
   SchedTarget target;
   SchedDirective *dirs;
   int ndirs;
+  const RaProgram *prog; /* the model it was checked against (notes at definitions) */
 } Schedule;
 
 /* Checks the schedule block [item] against [p] (built from the model whose
@@ -71,6 +73,10 @@ typedef struct {
   bool share_weights;          /* tiles reading the same weights as one (share-weights) */
   bool hoist_local;            /* node-local operators before the levels (hoist-local) */
   int tile_nodes, tile_outs;   /* register tiles of level products; 0: none */
+  int unroll_recursion;        /* levels loops in phases of up to this many levels,
+                                  no barrier inside a phase (sched_recur.c); 0, 1: none */
+  bool refactor_recursion;     /* products with dependencies' results as one product
+                                  per node, read by the parent (sched_recur.c) */
   /* from a schedule (sched_plan.c): its directives, and per buffer of the
    * kernel the operators its hoist, dense and tile directives name (NULL:
    * every operator) */

@@ -269,6 +269,7 @@ static const VerbInfo verbs[] = {
     {"persist", SCHED_PERSIST, 0, "persist", no_args},
     {"cache", SCHED_CACHE, 0, "cache PARAM, ... in shared|registers", cache_args},
     {"bind", SCHED_BIND, 1, "OP: bind AXIS to block|thread, ...", bind_args},
+    {"refactor_recursion", SCHED_REFACTOR_RECURSION, 0, "refactor_recursion", no_args},
 };
 
 static const VerbInfo *find_verb(const char *name) {
@@ -304,6 +305,7 @@ Schedule *sched_check(CtxArena *arena, CtxDiag *diag, const AstItem *item,
                       const RaProgram *p) {
   Schedule *s = CTX_NEW(arena, Schedule);
   s->model = item->name.id;
+  s->prog = p;
   bool ok = true;
   if (strcmp(item->name.id, p->name) != 0) {
     ctx_diag_error(diag, item->name.span, "this schedule is for model '%s', not '%s'",

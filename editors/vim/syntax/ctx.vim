@@ -45,7 +45,7 @@ syn keyword ctxBuiltin sigmoid tanh relu exp log sqrt abs concat
 syn keyword ctxTypearg max_children max_preds
 " DIRECTIVE: only inside a schedule body (contextual words elsewhere)
 syn keyword ctxDirective contained dynamic_batch specialize fuse hoist dense split tile
-syn keyword ctxDirective contained reorder vectorize unroll unroll_recursion parallel
+syn keyword ctxDirective contained reorder vectorize unroll unroll_recursion refactor_recursion parallel
 syn keyword ctxDirective contained persist cache bind
 " SCHEDARG: only inside a schedule body
 syn keyword ctxSchedarg contained by to shared registers block thread
