@@ -139,7 +139,12 @@ void ilir_print(CtxBuf *out, const IlirKernel *k) {
     const char *rows = b->kind == ILIR_BUF_LEVEL_SCRATCH ? "level nodes x "
                        : per_node                            ? "nodes x "
                                                              : "";
-    ctx_buf_printf(out, "  buf %d %s: %s[%s%ld]", i, b->name, buf_kinds[b->kind], rows, b->size);
+    if (b->kind == ILIR_BUF_PHASES) /* one flag per level; size is K */
+      ctx_buf_printf(out, "  buf %d %s: %s[levels], phases of up to %ld levels", i, b->name,
+                     buf_kinds[b->kind], b->size);
+    else
+      ctx_buf_printf(out, "  buf %d %s: %s[%s%ld]", i, b->name, buf_kinds[b->kind], rows,
+                     b->size);
     if (b->kind == ILIR_BUF_PACKED) {
       ctx_buf_printf(out, " = %s[%ld + c * %ld + r] at [r * %ld + c], r < %ld",
                      param_name(k, b->index), b->pack.off, b->pack.stride, b->pack.cols,
@@ -148,8 +153,6 @@ void ilir_print(CtxBuf *out, const IlirKernel *k) {
         ctx_buf_printf(out, ", in panels of %ld", b->pack.panel);
     }
     if (b->shared) ctx_buf_puts(out, " in shared");
-    if (b->kind == ILIR_BUF_PHASES)
-      ctx_buf_printf(out, " per level: phases of up to %ld levels", b->size);
     ctx_buf_putc(out, '\n');
   }
   ctx_buf_printf(out, "  output: %s[n * %ld + %ld ...], %ld values\n",

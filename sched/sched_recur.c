@@ -228,12 +228,19 @@ static IlirExpr *refactored(Refactor *R, IlirExpr *e) {
     if (n > MAX_TERMS) continue;
     const IlirExpr *deps[MAX_TERMS];
     Product each[MAX_TERMS];
+    const IlirExpr *over[MAX_TERMS]; /* a sum over the dependencies (childsum's s) */
     bool ok = true;
     for (int t = 0; t < n && ok; t++) {
       const IlirExpr *l = terms[t];
       int rs = 0;
       each[t] = p;
       deps[t] = NULL;
+      over[t] = NULL;
+      if (l->kind == ILIR_REDUCE && l->op == ILIR_SUM && !ilir_uses(l->lo, e->var) &&
+          !ilir_uses(l->hi, e->var)) {
+        over[t] = l;
+        l = l->a;
+      }
       ok = l->kind == ILIR_LOAD && R->k->bufs[l->buf].kind == ILIR_BUF_RESULT &&
            dep_row(R, l->a, e->var, &deps[t], &each[t].row, &each[t].roff, &rs) && rs == 1 &&
            deps[t] && !ilir_uses(deps[t], out->var);
@@ -248,6 +255,8 @@ static IlirExpr *refactored(Refactor *R, IlirExpr *e) {
                                              ilir_const_i(R->a, p.cols)),
                                  ilir_var(R->a, (IlirVar *)out->var));
       IlirExpr *read = ilir_load(R->a, R->k, buf, at);
+      if (over[t])
+        read = ilir_reduce(R->a, ILIR_SUM, over[t]->var, over[t]->lo, over[t]->hi, read);
       sum = sum ? ilir_binary(R->a, ILIR_ADD, sum, read) : read;
     }
     return sum;
@@ -270,7 +279,8 @@ static IlirExpr *refactor_expr(Refactor *R, IlirExpr *e) {
   if (e->kind == ILIR_REDUCE) {
     IlirExpr *p = R->depth < MAX_SCOPE ? refactored(R, e) : NULL;
     if (p) return p;
-    if (e->op == ILIR_SUM && reads_deps(R->k, e->a) && R->nonlinear_buf < 0)
+    if (e->op == ILIR_SUM && e->a->kind == ILIR_BINARY && e->a->op == ILIR_MUL &&
+        reads_deps(R->k, e->a) && R->nonlinear_buf < 0)
       R->nonlinear_buf = R->store_buf;
     if (R->depth < MAX_SCOPE) {
       R->scope[R->depth++] = (Scope){e->var, 0};
