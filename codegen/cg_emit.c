@@ -16,7 +16,7 @@
  * NODES or PARALLEL loop runs only the thread's contiguous share of its
  * range, and the body of a LEVELS loop, and a PARALLEL loop, end with
  * barrier(barrier_ctx) when nthreads > 1 — except between levels of a single
- * node (barrier_skippable).
+ * node, and inside a phase of unroll_recursion (barrier_skippable).
  *
  * Assumes a kernel that ilir_verify accepts; a construct it does not know is
  * an internal compiler error and the module is then not used.
@@ -449,7 +449,13 @@ static LLVMValueRef barrier_skippable(CgEmit *E, LLVMValueRef l) {
   LLVMValueRef last = LLVMBuildICmp(E->b, LLVMIntSGE, next, E->args[1], "");
   LLVMValueRef at = LLVMBuildSelect(E->b, last, l, next, ""); /* levels[] in bounds */
   LLVMValueRef next_single = LLVMBuildOr(E->b, last, single_node(E, at), "");
-  return LLVMBuildAnd(E->b, single_node(E, l), next_single, "");
+  LLVMValueRef skip = LLVMBuildAnd(E->b, single_node(E, l), next_single, "");
+  int ph = ilir_find_buf(E->k, ILIR_BUF_PHASES); /* unroll_recursion: phases[l] == 0 */
+  if (ph < 0) return skip;
+  LLVMValueRef flag = LLVMBuildInBoundsGEP2(E->b, E->i32, E->bufs[ph], &l, 1, "");
+  LLVMValueRef in_phase = LLVMBuildICmp(E->b, LLVMIntEQ, LLVMBuildLoad2(E->b, E->i32, flag, "phase"),
+                                        LLVMConstInt(E->i32, 0, 0), "");
+  return LLVMBuildOr(E->b, skip, in_phase, "");
 }
 
 /* A loop bound to GPU blocks or threads (ilir.h, IlirBind) on a target that

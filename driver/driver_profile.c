@@ -117,6 +117,8 @@ static void add_run(const CtxProfile *p, int64_t i, Totals *t) {
   t->times.bind_s += s->times.bind_s - (prev ? prev->times.bind_s : 0);
   t->times.kernel_s += s->times.kernel_s - (prev ? prev->times.kernel_s : 0);
   t->times.copy_s += s->times.copy_s - (prev ? prev->times.copy_s : 0);
+  t->times.levels += s->times.levels - (prev ? prev->times.levels : 0);
+  t->times.steps += s->times.steps - (prev ? prev->times.steps : 0);
   t->wall_s += s->ms * 1e-3;
   t->shown++;
 }
@@ -264,6 +266,11 @@ void ctx_profile_report(CtxProfile *p, CgJit *jit, int threads, const char *name
   print_row(&t, 1, "kernel", &kernel);
   ctx_buf_puts(out, ctx_buf_str(&body));
   print_row(&t, 1, "(rest: driver)", &other);
+  /* the dependency chain: levels, and the level ends where the team waits
+   * (fewer under unroll_recursion, whose phases run without barriers) */
+  double shown = tot.shown > 0 ? (double)tot.shown : 1;
+  ctx_buf_printf(out, "steps: levels_per_run=%.1f barriers_per_run=%.1f\n",
+                 (double)mt->levels / shown, (double)mt->steps / shown);
   ctx_buf_free(&body);
   free(tot.counters);
 }

@@ -39,8 +39,13 @@ typedef enum {
                          once when the weights are loaded (IlirPack) */
   ILIR_BUF_LEVEL_SCRATCH, /* f32[(widest level + 1) * size]: an operator's value per
                              node of the level being computed, at row n - levels[l] */
-  ILIR_BUF_INVARIANT  /* f32[size]: an operator's value that is the same at every
+  ILIR_BUF_INVARIANT, /* f32[size]: an operator's value that is the same at every
                          node, computed once per run before the levels */
+  ILIR_BUF_PHASES     /* i32[num_levels]: 1 where a barrier follows level l, 0 where
+                         the next level runs in the same phase (unroll_recursion:
+                         phases of up to [size] levels; the runtime decides them per
+                         batch and thread count, ctxrt.h CTXRT_BUF_PHASES). Read by
+                         codegen only, never by ILIR expressions */
 } IlirBufKind;
 
 /* A PACKED buffer holds element (r, c) = param[off + c * stride + r] for c in
@@ -241,6 +246,8 @@ bool ilir_same_expr(const IlirExpr *a, const IlirExpr *b, const IlirVar *va,
                     const IlirVar *vb);
 /* The coefficient of [v] in the integer expression [e], or ILIR_NONLINEAR. */
 long ilir_coef(const IlirExpr *e, const IlirVar *v);
+/* The first buffer of [k] of [kind], or -1. */
+int ilir_find_buf(const IlirKernel *k, IlirBufKind kind);
 /* Does [e] load from buffer [buf] anywhere? */
 bool ilir_reads(const IlirExpr *e, int buf);
 /* Does [e] mention [v] anywhere (indices of loads included)? */

@@ -47,6 +47,12 @@ IlirType ilir_buf_type(IlirBufKind kind) {
   }
 }
 
+int ilir_find_buf(const IlirKernel *k, IlirBufKind kind) {
+  for (int b = 0; b < k->nbufs; b++)
+    if (k->bufs[b].kind == kind) return b;
+  return -1;
+}
+
 IlirExpr *ilir_load(CtxArena *a, const IlirKernel *k, int buf, IlirExpr *index) {
   IlirExpr *e = new_expr(a, ILIR_LOAD, ilir_buf_type(k->bufs[buf].kind));
   e->buf = buf;

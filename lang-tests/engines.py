@@ -51,6 +51,51 @@ EXAMPLES = [
 ]
 
 
+# The zoo under the recursion primitives: each model with a schedule of one
+# directive (unroll_recursion 1, 2, 3; refactor_recursion where the model has
+# a product to refactor) on one and two threads; treelstm and seqlstm, whose
+# phases depend most on the thread count and batch, also on three and four
+# threads, under the full schedules beside them (lang-tests/engines/recur/),
+# and at several batch sizes. Races show as wrong numbers.
+RECUR_ZOO = [
+    ("treefc", ["-D", "H=16", "-D", "V=50"], ["binary:leaves=9,count=4"]),
+    ("treegru", ["-D", "H=12", "-D", "V=50"], ["binary:leaves=9,count=4"]),
+    ("treelstm", ["-D", "H=16", "-D", "V=50"],
+     ["binary:leaves=9,count=1", "binary:leaves=9,count=4", "binary:leaves=30,count=10",
+      "complete:height=4,count=3"]),
+    ("narytreelstm", ["-D", "H=12", "-D", "V=50"], ["binary:leaves=9,count=4"]),
+    ("mvrnn", ["-D", "H=8", "-D", "V=50"], ["binary:leaves=9,count=4"]),
+    ("childsum", ["-D", "H=12", "-D", "V=50", "-D", "K=4"], ["nary:nodes=40,arity=4,count=3"]),
+    ("dagrnn", ["-D", "H=16"], ["grid:rows=4,cols=5,count=2"]),
+    ("seqlstm", ["-D", "H=16", "-D", "V=50"],
+     ["sequence:length=12,count=1", "sequence:length=12,count=10",
+      "sequence:length=7,count=5"]),
+]
+NOTHING_TO_REFACTOR = {"mvrnn"}  # lang-tests/sched/bad_refactor_none.sched
+RECUR_MANY = {"treelstm", "seqlstm"}
+
+
+def recur_cases(root, tmp):
+    """(model, dims, spec, configs) of RECUR_ZOO, its schedules written to [tmp]."""
+    cases = []
+    for model, dims, specs in RECUR_ZOO:
+        dirs = ["unroll_recursion 1", "unroll_recursion 2", "unroll_recursion 3"]
+        if model not in NOTHING_TO_REFACTOR:
+            dirs.append("refactor_recursion")
+        scheds = []
+        for i, d in enumerate(dirs):
+            path = os.path.join(tmp, "%s.recur%d.sched" % (model, i))
+            with open(path, "w") as f:
+                f.write("schedule %s for cpu {\n  %s\n}\n" % (model, d))
+            scheds.append(path)
+        scheds += sorted(glob.glob(os.path.join(HERE, "engines", "recur", model + ".*.sched")))
+        threads = ["1", "2", "3", "4"] if model in RECUR_MANY else ["1", "2"]
+        configs = [["-s", x, "--threads", t] for x in scheds for t in threads]
+        for spec in specs:
+            cases.append((os.path.join(root, "examples", model + ".ctx"), dims, spec, configs))
+    return cases
+
+
 def sched_args(path):
     """-s PATH, with the CUDA flags for a CUDA schedule (NAME.cuda.sched)."""
     return ["-s", path] + (CUDA_ON_CPU if path.endswith(".cuda.sched") else [])
@@ -121,9 +166,12 @@ def main():
     ap.add_argument("--ctx", required=True)
     ap.add_argument("--rtol", type=float, default=1e-4)
     ap.add_argument("--atol", type=float, default=1e-5)
+    ap.add_argument("--recur", action="store_true",
+                    help="the zoo under the recursion primitives only")
     ap.add_argument("models", nargs="*")
     a = ap.parse_args()
-    models = a.models or sorted(glob.glob(os.path.join(HERE, "engines", "*.ctx")))
+    models = a.models or ([] if a.recur else
+                          sorted(glob.glob(os.path.join(HERE, "engines", "*.ctx"))))
     cases = []  # (model, dims, spec, configs)
     for model in models:
         specs = gen_specs(model)
@@ -132,13 +180,15 @@ def main():
         scheds = sorted(glob.glob(model[:-len(".ctx")] + ".*.sched"))
         for spec in specs:
             cases.append((model, [], spec, CONFIGS + [sched_args(x) for x in scheds]))
-    if not a.models:
+    if not a.models and not a.recur:
         root = os.path.dirname(HERE)
         for model, dims, spec, scheds in EXAMPLES:
             cases.append((os.path.join(root, model), dims, spec,
                           [sched_args(os.path.join(root, x)) for x in scheds]))
     passed = failed = 0
     with tempfile.TemporaryDirectory() as tmp:
+        if not a.models or a.recur:
+            cases += recur_cases(os.path.dirname(HERE), tmp)
         out = os.path.join(tmp, "out.npz")
         for model, dims, spec, configs in cases:
             if spec is None:

@@ -80,7 +80,9 @@ def parse(text):
     for line in lines[start + 2:]:
         m = ROW.match(line)
         if not m:
-            check(line.startswith("time: "), f"unparsed profile line {line!r}")
+            check(line.startswith("time: ") or
+                  re.match(r"steps: levels_per_run=[0-9.]+ barriers_per_run=[0-9.]+$", line),
+                  f"unparsed profile line {line!r}")
             continue
         depth = len(m.group(1)) // 2
         mflop = float(m.group(5)) if m.group(5) not in "-?" else None

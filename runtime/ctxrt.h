@@ -666,6 +666,11 @@ typedef enum CtxrtBufKind {
                                   nodes of one level */
   CTXRT_BUF_INVARIANT = 10,    /* f32[size]: a value the same at every node, which
                                   the kernel computes once per run */
+  CTXRT_BUF_PHASES = 11,       /* i32[num_levels]: 1 where a barrier follows level
+                                  l, 0 where level l + 1 runs in the same phase
+                                  (unroll_recursion: phases of up to [size] levels,
+                                  decided per batch for the team's thread count;
+                                  runtime/ctxrt_phases.c says when that is sound) */
 } CtxrtBufKind;
 
 typedef struct CtxrtModelBuf {
@@ -750,6 +755,9 @@ CtxrtStatus ctxrt_model_run(CtxrtModel *model, const CtxrtForest *forest, int al
 typedef struct CtxrtModelTimes {
   int64_t runs;
   double linearize_s, bind_s, kernel_s, copy_s;
+  int64_t levels, steps; /* dependency levels, and the level ends at which the
+                            kernel waited for its team (barriers on two or more
+                            threads), summed over the runs */
 } CtxrtModelTimes;
 
 void ctxrt_model_times(const CtxrtModel *model, CtxrtModelTimes *times);

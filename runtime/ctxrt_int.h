@@ -175,6 +175,17 @@ int64_t ctxrt__team_size(const CtxrtTeam *team);
 void ctxrt__team_run(CtxrtTeam *team, CtxrtKernelFn kernel, void *const *bufs,
                      int64_t num_nodes, int64_t num_levels);
 
+/* The phases of [lin] on [nthreads] threads under unroll_recursion
+ * [max_levels] (ctxrt_phases.c): barrier[l] = 1 where a barrier must follow
+ * level l, 0 where level l + 1 runs in the same phase ([num_levels] entries). */
+void ctxrt__phases(const CtxrtLinear *lin, int32_t nthreads, int32_t max_levels,
+                   int32_t *barrier);
+
+/* The dependency steps of [lin]: the level ends at which the kernel waits for
+ * its team (a barrier where [barrier] says so, NULL: after every level; none
+ * between levels of one node, codegen's barrier_skippable). */
+int32_t ctxrt__steps(const CtxrtLinear *lin, const int32_t *barrier);
+
 /* The team's barrier (the kernel's barrier argument, ctx = the team). */
 void ctxrt__team_barrier(void *ctx);
 

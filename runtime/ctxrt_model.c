@@ -40,6 +40,9 @@ struct CtxrtModel {
   CtxrtModelTimes times; /* ctxrt_model_times */
   int all_nodes;        /* ctxrt_model_set_all_nodes: the text and array runs' rows */
   CtxrtVocab *vocab;    /* ctxrt_model_set_vocab: the words of the text runs, or NULL */
+  int32_t *phases;      /* the PHASES buffer (unroll_recursion), else NULL */
+  size_t phases_cap;
+  int32_t steps;        /* this batch's dependency steps (ctxrt__steps) */
 };
 
 /* [b]'s block of [t] transposed into panels (CTXRT_BUF_PACKED) in a new
@@ -150,6 +153,7 @@ void ctxrt_model_destroy(CtxrtModel *m) {
   free(m->rows_cap);
   free(m->bufs);
   free(m->dep);
+  free(m->phases);
   free(m->out);
   ctxrt_linear_destroy(m->lin);
   ctxrt_weights_destroy(m->owned);
@@ -215,6 +219,23 @@ static int32_t *dep_rows(CtxrtModel *m, const CtxrtLinear *lin) {
   return m->dep;
 }
 
+/* The PHASES buffer of K = [max_levels] for [lin] on the team of this run;
+ * NULL when out of memory. */
+static int32_t *phase_flags(CtxrtModel *m, const CtxrtLinear *lin, int64_t max_levels) {
+  size_t n = (size_t)lin->num_levels + 1;
+  if (n > m->phases_cap) {
+    free(m->phases);
+    m->phases_cap = 0;
+    m->phases = malloc(n * sizeof *m->phases);
+    if (!m->phases) return NULL;
+    m->phases_cap = n;
+  }
+  int32_t k = max_levels < 1 ? 1 : max_levels > INT32_MAX ? INT32_MAX : (int32_t)max_levels;
+  ctxrt__phases(lin, m->gpu ? 1 : ctxrt_model_threads(m), k, m->phases);
+  m->steps = ctxrt__steps(lin, m->phases);
+  return m->phases;
+}
+
 static int64_t widest_level(const CtxrtLinear *lin) {
   int32_t w = 0;
   for (int32_t l = 0; l < lin->num_levels; l++)
@@ -226,6 +247,7 @@ static int64_t widest_level(const CtxrtLinear *lin) {
  * memory. */
 static bool bind_buffers(CtxrtModel *m, const CtxrtLinear *lin) {
   int64_t widest = widest_level(lin);
+  m->steps = ctxrt__steps(lin, NULL);
   for (int32_t b = 0; b < m->d->num_bufs; b++) {
     void *data = NULL;
     switch ((CtxrtBufKind)m->d->bufs[b].kind) {
@@ -246,6 +268,9 @@ static bool bind_buffers(CtxrtModel *m, const CtxrtLinear *lin) {
       break;
     case CTXRT_BUF_INVARIANT:
       if (!(data = node_rows(m, b, 0))) return false;
+      break;
+    case CTXRT_BUF_PHASES:
+      if (!(data = phase_flags(m, lin, m->d->bufs[b].size))) return false;
       break;
     }
     m->bufs[b] = data ? data : m->none;
@@ -311,6 +336,8 @@ CtxrtStatus ctxrt_model_run(CtxrtModel *m, const CtxrtForest *forest, int all_no
   m->times.bind_s += t2 - t1;
   m->times.kernel_s += t3 - t2;
   m->times.copy_s += now_s() - t3;
+  m->times.levels += lin->num_levels;
+  m->times.steps += m->steps;
   return CTXRT_OK;
 }
 

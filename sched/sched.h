@@ -22,7 +22,8 @@ typedef enum {
   SCHED_HOIST_INVARIANT, SCHED_HOIST_PRODUCTS, SCHED_HOIST_LOCAL, SCHED_ALL_DEPS,
   SCHED_SHARE_WEIGHTS,
   SCHED_SPLIT, SCHED_TILE, SCHED_REORDER, SCHED_VECTORIZE, SCHED_UNROLL,
-  SCHED_UNROLL_RECURSION, SCHED_PARALLEL, SCHED_PERSIST, SCHED_CACHE, SCHED_BIND
+  SCHED_UNROLL_RECURSION, SCHED_PARALLEL, SCHED_PERSIST, SCHED_CACHE, SCHED_BIND,
+  SCHED_REFACTOR_RECURSION
 } SchedVerb;
 
 enum { SCHED_MAX_ARGS = 8 };
@@ -74,6 +75,10 @@ typedef struct {
   bool share_weights;          /* tiles reading the same weights as one (share-weights) */
   bool hoist_local;            /* node-local operators before the levels (hoist-local) */
   int tile_nodes, tile_outs;   /* register tiles of level products; 0: none */
+  int unroll_recursion;        /* levels loops in phases of up to this many levels,
+                                  no barrier inside a phase (sched_recur.c); 0, 1: none */
+  bool refactor_recursion;     /* products with dependencies' results as one product
+                                  per node, read by the parent (sched_recur.c) */
   /* from a schedule (sched_plan.c): its directives, and per buffer of the
    * kernel the operators its hoist, dense and tile directives name (NULL:
    * every operator) */

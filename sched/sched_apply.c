@@ -730,6 +730,7 @@ bool sched_apply(CtxArena *arena, CtxDiag *diag, IlirKernel *k, SchedPlan *plan)
   if (plan->schedule) sched_schedule_sets(arena, k, plan);
   if (plan->hoist_invariant) sched_hoist_invariant(arena, k, plan->hoist_only);
   if (plan->hoist_products) hoist_products(arena, k);
+  if (plan->refactor_recursion && !sched_refactor_recursion(arena, diag, k, plan)) return false;
   if (plan->hoist_local) sched_hoist_local(arena, k);
   if (plan->all_deps) sched_all_deps(arena, k);
   if (plan->schedule && !sched_schedule_loops(arena, diag, k, plan)) return false;
@@ -738,6 +739,7 @@ bool sched_apply(CtxArena *arena, CtxDiag *diag, IlirKernel *k, SchedPlan *plan)
   if (plan->share_weights) sched_share_weights(arena, k);
   if (plan->interchange) ilir_interchange(arena, k);
   if (plan->dense_scratch) dense_scratch(arena, k, plan);
+  sched_unroll_recursion(arena, k, plan->unroll_recursion);
   ilir_simplify(arena, k);
   return ilir_verify(k, diag);
 }

@@ -275,6 +275,7 @@ static const VerbInfo verbs[] = {
     {"persist", SCHED_PERSIST, 0, "persist", no_args},
     {"cache", SCHED_CACHE, 0, "cache PARAM, ... in shared|registers", cache_args},
     {"bind", SCHED_BIND, 1, "OP: bind AXIS to block|thread, ...", bind_args},
+    {"refactor_recursion", SCHED_REFACTOR_RECURSION, 0, "refactor_recursion", no_args},
 };
 
 static const VerbInfo *find_verb(const char *name) {

@@ -71,7 +71,7 @@ static void cuda_directive(CtxDiag *diag, const SchedDirective *d, SchedPlan *pl
     }
     break;
   case SCHED_TILE: case SCHED_FUSE: case SCHED_SHARE_WEIGHTS: case SCHED_PARALLEL:
-  case SCHED_UNROLL_RECURSION:
+  case SCHED_UNROLL_RECURSION: case SCHED_REFACTOR_RECURSION:
     ctx_diag_warning(diag, d->span, "not applied: the cuda backend shares a level's nodes "
                                     "among blocks and their rows among threads (bind)");
     break;

@@ -52,4 +52,12 @@ void sched_share_weights(CtxArena *a, IlirKernel *k);
  * before it (sched_local.c, hoist-local). */
 void sched_hoist_local(CtxArena *a, IlirKernel *k);
 
+/* The recursion primitives (sched_recur.c): unroll_recursion's PHASES buffer
+ * for phases of up to [levels] levels; refactor_recursion's products per node,
+ * false after reporting (at the directive of [plan]'s schedule) that there is
+ * nothing to refactor. */
+void sched_unroll_recursion(CtxArena *a, IlirKernel *k, int levels);
+bool sched_refactor_recursion(CtxArena *a, CtxDiag *diag, IlirKernel *k,
+                              const SchedPlan *plan);
+
 #endif

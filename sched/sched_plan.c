@@ -28,9 +28,15 @@
  *   parallel node            always so (each level's nodes are shared among
  *                            the threads)
  *
- * The rest — parallel over another axis, unroll_recursion, cache and bind
- * (GPU directives) — the CPU backend does not apply; each draws a warning
- * at the directive. A directive that names an axis no loop of its operator
+ *   unroll_recursion K       the levels loops in phases of up to K levels with no
+ *                            barrier inside a phase where that is sound (the
+ *                            runtime decides per batch: sched_recur.c)
+ *   refactor_recursion       products with a sum of the dependencies' results as
+ *                            one product per node (sched_recur.c); an error when
+ *                            the model has none
+ *
+ * The rest — parallel over another axis, cache and bind (GPU directives) —
+ * the CPU backend does not apply; each draws a warning at the directive. A directive that names an axis no loop of its operator
  * has (left) is an error at the directive.
  */
 #include "sched/sched_int.h"
@@ -214,6 +220,34 @@ static bool loop_directive(CtxArena *a, CtxDiag *diag, IlirKernel *k, const Sche
 
 /* ---- the plan ------------------------------------------------------------------------- */
 
+enum { MAX_UNROLL_RECURSION = 16 }; /* levels a phase of unroll_recursion may hold */
+
+/* unroll_recursion K / refactor_recursion ([s]'s directive [i]) into [plan];
+ * false after an error: a factor over the limit, or the verb given twice. */
+static bool recursion_directive(CtxDiag *diag, const Schedule *s, int i, SchedPlan *plan) {
+  const SchedDirective *d = &s->dirs[i];
+  for (int j = 0; j < i; j++)
+    if (s->dirs[j].verb == d->verb) {
+      ctx_diag_error(diag, d->span, "a second '%s': a schedule gives it once",
+                     d->verb == SCHED_REFACTOR_RECURSION ? "refactor_recursion"
+                                                         : "unroll_recursion");
+      ctx_diag_note(diag, s->dirs[j].span, "the first is here");
+      return false;
+    }
+  if (d->verb == SCHED_REFACTOR_RECURSION) {
+    plan->refactor_recursion = true;
+    return true;
+  }
+  if (d->nfactors != 1 || d->factors[0] < 1 || d->factors[0] > MAX_UNROLL_RECURSION) {
+    ctx_diag_error(diag, d->span, "unroll_recursion runs at most %d levels in a phase "
+                   "(unroll_recursion 1: a barrier after every level, as without it)",
+                   MAX_UNROLL_RECURSION);
+    return false;
+  }
+  plan->unroll_recursion = (int)d->factors[0];
+  return true;
+}
+
 SchedPlan sched_schedule_plan(CtxDiag *diag, const Schedule *s, unsigned disabled) {
   SchedPlan plan;
   memset(&plan, 0, sizeof plan);
@@ -252,9 +286,8 @@ SchedPlan sched_schedule_plan(CtxDiag *diag, const Schedule *s, unsigned disable
       ctx_diag_warning(diag, d->span, "not applied: the cpu backend runs the nodes of each "
                                       "level in parallel (parallel node), no other axis");
       break;
-    case SCHED_UNROLL_RECURSION:
-      ctx_diag_warning(diag, d->span, "not applied: the cpu backend does not unroll the "
-                                      "recursion");
+    case SCHED_UNROLL_RECURSION: case SCHED_REFACTOR_RECURSION:
+      plan.failed |= !recursion_directive(diag, s, i, &plan);
       break;
     case SCHED_CACHE: case SCHED_BIND:
       ctx_diag_warning(diag, d->span, "not applied: '%s' is a GPU directive",

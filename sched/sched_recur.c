@@ -1,0 +1,415 @@
+/* sched_recur.c — the recursion primitives: unroll_recursion K and
+ * refactor_recursion (docs/language.md, "Applying a schedule (CPU)").
+ *
+ * Unroll_recursion K. The levels loop runs in phases of up to K consecutive
+ * levels with no barrier between the levels of a phase: a node's
+ * computation is followed by its parent's on the same thread without
+ * waiting for the team. Which levels may share a phase depends on the batch
+ * and the thread count, so the kernel gets a PHASES buffer (ilir.h) that the
+ * runtime fills per batch from exactly the rule codegen shares a level's
+ * nodes by (runtime/ctxrt_phases.c), and codegen leaves out the barrier
+ * after level l where phases[l] is 0. The pass only adds the buffer; the
+ * dump shows it and the levels loops' conditional barrier.
+ *
+ * Refactor_recursion (CORTEX's recursion refactoring). A product of a weight
+ * that does not depend on the node with a linear combination of its
+ * dependencies' results,
+ *
+ *   sum(r in [0, R)) W[c + i * s + r] * (res[dep(n, a) * S + off + r] + res[dep(n, b) * S + off + r] + ...)
+ *
+ * (treelstm's U_iou @ (h0 + h1); U_f @ h0 and U_f @ h1 alike), becomes
+ *
+ *   P[dep(n, a) * I + i] + P[dep(n, b) * I + i] + ...,
+ *   P[m * I + i] = sum(r in [0, R)) W[c + i * s + r] * res[m * S + off + r]
+ *
+ * with P computed for every node m at the end of its own level, right after
+ * its result (a RESULT buffer: the absent dependency's row stays zero, as W
+ * times zeros is). The recursion's back edge moves from the children's
+ * states to the product: the parent's operator becomes elementwise over
+ * the children's rows of P, and the product runs in the children's level,
+ * where register tiling computes it with the rest of that level. Every node
+ * computes P, leaves and the root included, so the work is one product per
+ * node rather than one per edge that reads it; the latency gain, where
+ * there is one, is in the shorter chain of dependent products. A product
+ * with the same weight block and rows is computed once (U_f h0 and U_f h1
+ * share P).
+ */
+#include "sched/sched_int.h"
+
+#include <string.h>
+
+/* ---- unroll_recursion ------------------------------------------------------------- */
+
+void sched_unroll_recursion(CtxArena *a, IlirKernel *k, int levels) {
+  if (levels <= 1 || ilir_find_buf(k, ILIR_BUF_PHASES) >= 0) return;
+  IlirBuf *bufs = CTX_NEW_ARRAY(a, IlirBuf, k->nbufs + 1);
+  memcpy(bufs, k->bufs, (size_t)k->nbufs * sizeof *bufs);
+  bufs[k->nbufs] = (IlirBuf){.name = "phases", .kind = ILIR_BUF_PHASES, .size = levels,
+                             .index = -1, .func = -1};
+  k->bufs = bufs;
+  k->nbufs++;
+}
+
+/* ---- refactor_recursion ----------------------------------------------------------- */
+
+enum { MAX_SCOPE = 64, MAX_TERMS = 16 };
+
+typedef struct {
+  const IlirVar *var;
+  long extent; /* a loop over [0, extent), else 0 */
+} Scope;
+
+typedef struct {
+  int param, res, out; /* W's buffer, the results' buffer, P's */
+  long off, stride;    /* W[off + i * stride + r] */
+  long rows, cols;     /* R, I */
+  long row, roff;      /* res[m * row + roff + r] */
+} Product;
+
+/* The one store into a SCRATCH buffer, in a loop over [var], when there is
+ * exactly one ([count]). */
+typedef struct {
+  const IlirStmt *store;
+  const IlirVar *var;
+  int count;
+} Def;
+
+typedef struct {
+  CtxArena *a;
+  IlirKernel *k;
+  Def *defs;         /* [k->nbufs] */
+  Scope scope[MAX_SCOPE];
+  int depth;
+  CtxVec made;       /* Product * */
+  int store_buf;     /* the store being rewritten */
+  int nonlinear_buf; /* a store whose product reads dependencies otherwise, or -1 */
+} Refactor;
+
+/* [e] at every variable = 0 when it is a linear index of constants and the
+ * variables [i] and [r] only. */
+static bool value_at_zero(const IlirExpr *e, const IlirVar *i, const IlirVar *r, long *out) {
+  long x, y;
+  switch (e->kind) {
+  case ILIR_CONST: *out = e->ival; return true;
+  case ILIR_VAR: *out = 0; return e->var == i || e->var == r;
+  case ILIR_BINARY:
+    if (!value_at_zero(e->a, i, r, &x) || !value_at_zero(e->b, i, r, &y)) return false;
+    if (e->op == ILIR_ADD) *out = x + y;
+    else if (e->op == ILIR_SUB) *out = x - y;
+    else if (e->op == ILIR_MUL) *out = x * y;
+    else return false;
+    return true;
+  default: return false;
+  }
+}
+
+/* Splits [idx] = dep * S + off + r (a sum in any order) into its parts;
+ * [*dep] a load of the DEP buffer not reading r. */
+static bool dep_row(const Refactor *R, const IlirExpr *idx, const IlirVar *r,
+                    const IlirExpr **dep, long *S, long *off, int *rs) {
+  switch (idx->kind) {
+  case ILIR_CONST: *off += idx->ival; return true;
+  case ILIR_VAR: return idx->var == r && ++*rs == 1;
+  case ILIR_BINARY:
+    if (idx->op == ILIR_ADD)
+      return dep_row(R, idx->a, r, dep, S, off, rs) && dep_row(R, idx->b, r, dep, S, off, rs);
+    if (idx->op == ILIR_MUL && idx->b->kind == ILIR_CONST && idx->a->kind == ILIR_LOAD &&
+        idx->a->buf == R->k->dep_buf && !*dep && !ilir_uses(idx->a, r)) {
+      *dep = idx->a;
+      *S = idx->b->ival;
+      return true;
+    }
+    return false;
+  default: return false;
+  }
+}
+
+/* The output loop of W's index [w] (exactly one enclosing loop variable over
+ * a constant range, with a positive coefficient) into [*out]. */
+static bool weight_form(const Refactor *R, const IlirExpr *w, const IlirVar *r, Product *p,
+                        const Scope **out) {
+  if (w->kind != ILIR_LOAD || R->k->bufs[w->buf].kind != ILIR_BUF_PARAM ||
+      ilir_coef(w->a, r) != 1)
+    return false;
+  *out = NULL;
+  for (int d = 0; d < R->depth; d++) {
+    long c = ilir_coef(w->a, R->scope[d].var);
+    if (c == 0) continue;
+    if (*out || R->scope[d].extent <= 0 || c < 0) return false;
+    *out = &R->scope[d];
+    p->stride = c;
+  }
+  if (!*out || !value_at_zero(w->a, (*out)->var, r, &p->off)) return false;
+  p->param = w->buf;
+  p->cols = (*out)->extent;
+  return true;
+}
+
+/* P's buffer for [p], added when no earlier product has the same weights
+ * and rows. */
+static int product_buffer(Refactor *R, const Product *p) {
+  for (int i = 0; i < R->made.len; i++) {
+    const Product *o = R->made.items[i];
+    if (o->param == p->param && o->res == p->res && o->off == p->off &&
+        o->stride == p->stride && o->rows == p->rows && o->cols == p->cols &&
+        o->row == p->row && o->roff == p->roff)
+      return o->out;
+  }
+  IlirKernel *k = R->k;
+  IlirBuf *bufs = CTX_NEW_ARRAY(R->a, IlirBuf, k->nbufs + 1);
+  memcpy(bufs, k->bufs, (size_t)k->nbufs * sizeof *bufs);
+  IlirBuf *b = &bufs[k->nbufs];
+  b->name = ctx_arena_printf(R->a, "%s.refactored%d", k->bufs[p->param].name, R->made.len);
+  b->kind = ILIR_BUF_RESULT;
+  b->size = p->cols;
+  b->index = k->bufs[p->res].index;
+  b->func = k->bufs[p->res].func;
+  k->bufs = bufs;
+  Product *copy = CTX_NEW(R->a, Product);
+  *copy = *p;
+  copy->out = k->nbufs++;
+  ctx_vec_push(R->a, &R->made, copy);
+  return copy->out;
+}
+
+static void find_defs(const IlirKernel *k, const IlirBlock *b, const IlirVar *var, Def *defs) {
+  for (int i = 0; i < b->n; i++) {
+    const IlirStmt *s = b->stmts[i];
+    if (s->kind == ILIR_STORE && k->bufs[s->buf].kind == ILIR_BUF_SCRATCH) {
+      defs[s->buf].store = s;
+      defs[s->buf].var = var;
+      defs[s->buf].count++;
+    }
+    find_defs(k, &s->body, s->kind == ILIR_LOOP ? s->var : NULL, defs);
+    find_defs(k, &s->then, NULL, defs);
+    find_defs(k, &s->els, NULL, defs);
+  }
+}
+
+/* The terms of the sum [x] inside a reduction over [r], each operator that
+ * is itself a sum (treegru's s = h0 + h1, read at s[n * S + r]) replaced by
+ * its terms at r; how many, which may exceed [cap]. */
+static int expand_terms(Refactor *R, IlirExpr *x, const IlirVar *r, IlirExpr **terms, int cap,
+                        int depth) {
+  IlirExpr *mine[MAX_TERMS];
+  int n = ilir_sum_terms(x, mine, MAX_TERMS), out = 0;
+  if (n > MAX_TERMS) return cap + 1;
+  for (int t = 0; t < n; t++) {
+    const IlirExpr *l = mine[t];
+    const Def *d = l->kind == ILIR_LOAD ? &R->defs[l->buf] : NULL;
+    if (d && d->count == 1 && d->var && depth < 4 &&
+        ilir_same_expr(d->store->index, l->a, d->var, r)) {
+      IlirExpr *v = ilir_subst(R->a, d->store->value, d->var, ilir_var(R->a, (IlirVar *)r));
+      int m = expand_terms(R, v, r, terms + out, cap - out, depth + 1);
+      if (m > cap - out) return cap + 1;
+      out += m;
+    } else {
+      if (out >= cap) return cap + 1;
+      terms[out++] = mine[t];
+    }
+  }
+  return out;
+}
+
+/* The reduction [e] as a sum of reads of P, or NULL when it is not a
+ * product of a weight with a sum of dependencies' result rows. */
+static IlirExpr *refactored(Refactor *R, IlirExpr *e) {
+  if (e->op != ILIR_SUM || e->lo->kind != ILIR_CONST || e->lo->ival != 0 ||
+      e->hi->kind != ILIR_CONST || e->a->kind != ILIR_BINARY || e->a->op != ILIR_MUL)
+    return NULL;
+  for (int side = 0; side < 2; side++) {
+    IlirExpr *w = side ? e->a->a : e->a->b, *x = side ? e->a->b : e->a->a;
+    Product p = {0};
+    const Scope *out;
+    if (!weight_form(R, w, e->var, &p, &out)) continue;
+    p.rows = e->hi->ival;
+    IlirExpr *terms[MAX_TERMS];
+    int n = expand_terms(R, x, e->var, terms, MAX_TERMS, 0);
+    if (n > MAX_TERMS) continue;
+    const IlirExpr *deps[MAX_TERMS];
+    Product each[MAX_TERMS];
+    const IlirExpr *over[MAX_TERMS]; /* a sum over the dependencies (childsum's s) */
+    bool ok = true;
+    for (int t = 0; t < n && ok; t++) {
+      const IlirExpr *l = terms[t];
+      int rs = 0;
+      each[t] = p;
+      deps[t] = NULL;
+      over[t] = NULL;
+      if (l->kind == ILIR_REDUCE && l->op == ILIR_SUM && !ilir_uses(l->lo, e->var) &&
+          !ilir_uses(l->hi, e->var)) {
+        over[t] = l;
+        l = l->a;
+      }
+      ok = l->kind == ILIR_LOAD && R->k->bufs[l->buf].kind == ILIR_BUF_RESULT &&
+           dep_row(R, l->a, e->var, &deps[t], &each[t].row, &each[t].roff, &rs) && rs == 1 &&
+           deps[t] && !ilir_uses(deps[t], out->var);
+      each[t].res = ok ? l->buf : -1;
+    }
+    if (!ok) continue;
+    IlirExpr *sum = NULL;
+    for (int t = 0; t < n; t++) {
+      int buf = product_buffer(R, &each[t]);
+      IlirExpr *at = ilir_binary(R->a, ILIR_ADD,
+                                 ilir_binary(R->a, ILIR_MUL, (IlirExpr *)deps[t],
+                                             ilir_const_i(R->a, p.cols)),
+                                 ilir_var(R->a, (IlirVar *)out->var));
+      IlirExpr *read = ilir_load(R->a, R->k, buf, at);
+      if (over[t])
+        read = ilir_reduce(R->a, ILIR_SUM, over[t]->var, over[t]->lo, over[t]->hi, read);
+      sum = sum ? ilir_binary(R->a, ILIR_ADD, sum, read) : read;
+    }
+    return sum;
+  }
+  return NULL;
+}
+
+/* Does [e] read a RESULT row through the DEP buffer? */
+static bool reads_deps(const IlirKernel *k, const IlirExpr *e) {
+  if (!e) return false;
+  if (e->kind == ILIR_LOAD && k->bufs[e->buf].kind == ILIR_BUF_RESULT &&
+      ilir_reads(e->a, k->dep_buf))
+    return true;
+  return reads_deps(k, e->a) || reads_deps(k, e->b) || reads_deps(k, e->c) ||
+         reads_deps(k, e->lo) || reads_deps(k, e->hi);
+}
+
+static IlirExpr *refactor_expr(Refactor *R, IlirExpr *e) {
+  if (!e) return NULL;
+  if (e->kind == ILIR_REDUCE) {
+    IlirExpr *p = R->depth < MAX_SCOPE ? refactored(R, e) : NULL;
+    if (p) return p;
+    if (e->op == ILIR_SUM && e->a->kind == ILIR_BINARY && e->a->op == ILIR_MUL &&
+        reads_deps(R->k, e->a) && R->nonlinear_buf < 0)
+      R->nonlinear_buf = R->store_buf;
+    if (R->depth < MAX_SCOPE) {
+      R->scope[R->depth++] = (Scope){e->var, 0};
+      e->a = refactor_expr(R, e->a);
+      R->depth--;
+    }
+    return e;
+  }
+  e->a = refactor_expr(R, e->a);
+  e->b = refactor_expr(R, e->b);
+  e->c = refactor_expr(R, e->c);
+  return e;
+}
+
+static void refactor_block(Refactor *R, IlirBlock *b) {
+  for (int i = 0; i < b->n; i++) {
+    IlirStmt *s = b->stmts[i];
+    if (s->kind == ILIR_STORE) {
+      R->store_buf = s->buf;
+      s->value = refactor_expr(R, s->value);
+    } else if (s->kind == ILIR_IF) {
+      refactor_block(R, &s->then);
+      refactor_block(R, &s->els);
+    } else if (R->depth < MAX_SCOPE) {
+      bool fixed = s->lo->kind == ILIR_CONST && s->lo->ival == 0 && s->hi->kind == ILIR_CONST;
+      R->scope[R->depth++] = (Scope){s->var, fixed ? s->hi->ival : 0};
+      refactor_block(R, &s->body);
+      R->depth--;
+    }
+  }
+}
+
+/* for i in [0, I) { P[n * I + i] = sum(r in [0, R)) W[off + i * stride + r] * res[n * row + roff + r] } */
+static IlirStmt *producer(Refactor *R, const Product *p, IlirVar *n) {
+  CtxArena *a = R->a;
+  IlirVar *i = ilir_new_var(a, R->k, "i"), *r = ilir_new_var(a, R->k, "r");
+  IlirExpr *wi = ilir_binary(a, ILIR_ADD,
+                             ilir_binary(a, ILIR_ADD, ilir_const_i(a, p->off),
+                                         ilir_binary(a, ILIR_MUL, ilir_var(a, i),
+                                                     ilir_const_i(a, p->stride))),
+                             ilir_var(a, r));
+  IlirExpr *xi = ilir_binary(a, ILIR_ADD,
+                             ilir_binary(a, ILIR_MUL, ilir_var(a, n), ilir_const_i(a, p->row)),
+                             ilir_binary(a, ILIR_ADD, ilir_const_i(a, p->roff), ilir_var(a, r)));
+  IlirExpr *sum = ilir_reduce(a, ILIR_SUM, r, ilir_const_i(a, 0), ilir_const_i(a, p->rows),
+                              ilir_binary(a, ILIR_MUL, ilir_load(a, R->k, p->param, wi),
+                                          ilir_load(a, R->k, p->res, xi)));
+  IlirExpr *at = ilir_binary(a, ILIR_ADD,
+                             ilir_binary(a, ILIR_MUL, ilir_var(a, n), ilir_const_i(a, p->cols)),
+                             ilir_var(a, i));
+  IlirStmt *st = ilir_store(a, p->out, at, sum);
+  IlirStmt **body = CTX_NEW_ARRAY(a, IlirStmt *, 1);
+  body[0] = st;
+  return ilir_loop(a, i, ilir_const_i(a, 0), ilir_const_i(a, p->cols), ILIR_LOOP_SERIAL,
+                   (IlirBlock){body, 1});
+}
+
+/* Appends every producer to the node loops of the level loops: each node's
+ * products right after its result. */
+static void add_producers(Refactor *R) {
+  for (int i = 0; i < R->k->body.n; i++) {
+    IlirStmt *lv = R->k->body.stmts[i];
+    if (lv->kind != ILIR_LOOP || lv->loop != ILIR_LOOP_LEVELS) continue;
+    for (int j = 0; j < lv->body.n; j++) {
+      IlirStmt *nodes = lv->body.stmts[j];
+      if (nodes->kind != ILIR_LOOP || nodes->loop != ILIR_LOOP_NODES) continue;
+      IlirStmt **all = CTX_NEW_ARRAY(R->a, IlirStmt *, nodes->body.n + R->made.len);
+      memcpy(all, nodes->body.stmts, (size_t)nodes->body.n * sizeof *all);
+      for (int p = 0; p < R->made.len; p++)
+        all[nodes->body.n + p] = producer(R, R->made.items[p], nodes->var);
+      nodes->body.stmts = all;
+      nodes->body.n += R->made.len;
+    }
+  }
+}
+
+/* The operator of the model that buffer [b] holds, or NULL. */
+static const RaOp *buf_op(const RaProgram *p, const IlirBuf *b) {
+  for (int f = 0; p && f < p->nfuncs; f++)
+    for (int o = 0; o < p->funcs[f].nops; o++)
+      if (strcmp(p->funcs[f].ops[o]->name, b->name) == 0) return p->funcs[f].ops[o];
+  return NULL;
+}
+
+/* The error when nothing can be refactored, with a note at the operator that
+ * reads the dependencies otherwise (or at the model's first operator). */
+static void nothing_to_refactor(CtxDiag *diag, const IlirKernel *k, const SchedPlan *plan,
+                                const SchedDirective *d, int nonlinear_buf) {
+  const RaProgram *p = plan->schedule ? plan->schedule->program : NULL;
+  const RaOp *op = nonlinear_buf >= 0 ? buf_op(p, &k->bufs[nonlinear_buf]) : NULL;
+  if (op) {
+    ctx_diag_error(diag, d->span, "nothing to refactor: '%s' reads the dependencies' "
+                   "results, but not as a weight times a sum of them (a product of them with "
+                   "each other, or of a nonlinear function of them)", op->name);
+    ctx_diag_note(diag, op->span, "'%s' is defined here", op->name);
+    return;
+  }
+  ctx_diag_error(diag, d->span, "nothing to refactor: no product of a weight with a sum of "
+                 "the dependencies' results%s", plan->hoist_products
+                     ? " is left (hoist computes the products read through a loop over "
+                       "the dependencies once per node already)"
+                     : "");
+  for (int f = 0; p && f < p->nfuncs; f++)
+    if (p->funcs[f].nops) {
+      ctx_diag_note(diag, p->funcs[f].ops[0]->span, "the recursion of model '%s' is "
+                    "defined here", p->name);
+      break;
+    }
+}
+
+bool sched_refactor_recursion(CtxArena *a, CtxDiag *diag, IlirKernel *k,
+                              const SchedPlan *plan) {
+  Refactor R;
+  memset(&R, 0, sizeof R);
+  R.a = a;
+  R.k = k;
+  R.nonlinear_buf = -1;
+  R.defs = CTX_NEW_ARRAY(a, Def, k->nbufs);
+  find_defs(k, &k->body, NULL, R.defs);
+  refactor_block(&R, &k->body);
+  if (R.made.len) {
+    add_producers(&R);
+    return true;
+  }
+  const Schedule *s = plan->schedule;
+  for (int i = 0; s && i < s->ndirs; i++)
+    if (s->dirs[i].verb == SCHED_REFACTOR_RECURSION) {
+      nothing_to_refactor(diag, k, plan, &s->dirs[i], R.nonlinear_buf);
+      return false;
+    }
+  return true;
+}
