@@ -23,7 +23,8 @@ _Static_assert((int)ILIR_BUF_PARAM == CTXRT_BUF_PARAM && (int)ILIR_BUF_VALUES ==
                    (int)ILIR_BUF_LEVELS == CTXRT_BUF_LEVELS &&
                    (int)ILIR_BUF_PACKED == CTXRT_BUF_PACKED &&
                    (int)ILIR_BUF_LEVEL_SCRATCH == CTXRT_BUF_LEVEL_SCRATCH &&
-                   (int)ILIR_BUF_INVARIANT == CTXRT_BUF_INVARIANT,
+                   (int)ILIR_BUF_INVARIANT == CTXRT_BUF_INVARIANT &&
+                   (int)ILIR_BUF_ARITY_END == CTXRT_BUF_ARITY_END,
                "ILIR and libctxrt buffer kinds differ");
 
 CtxrtParam *ctx_model_params(const RaProgram *p) {

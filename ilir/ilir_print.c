@@ -21,7 +21,8 @@ static const char *const bin_names[] = {"+", "-", "*", "/", "==", "!=", "<", "<=
 static const char *const buf_kinds[] = {"param f32", "values f32", "values i32",
                                         "result f32", "scratch f32", "dep i32",
                                         "num_deps i32", "levels i32", "packed f32",
-                                        "level scratch f32", "invariant f32"};
+                                        "level scratch f32", "invariant f32",
+                                        "arity end i32"};
 static const char *const loop_kinds[] = {"", "levels ", "nodes ", "parallel ", "vector ",
                                          "unroll "};
 
@@ -91,6 +92,9 @@ static void print_block(CtxBuf *out, const IlirKernel *k, const IlirBlock *b, in
       ctx_buf_putc(out, ')');
       if (s->tile_nodes)
         ctx_buf_printf(out, " register tile %d x %d", s->tile_nodes, s->tile_outs);
+      if (s->tile_nodes && s->share)
+        ctx_buf_puts(out, s->share == ILIR_SHARE_OUTPUTS ? " shared by outputs"
+                                                         : " shared by nodes");
       if (s->bind) ctx_buf_puts(out, s->bind == ILIR_BIND_BLOCK ? " bound to block" : " bound to thread");
       ctx_buf_puts(out, " {\n");
       print_block(out, k, &s->body, level + 1);
@@ -130,11 +134,17 @@ void ilir_print(CtxBuf *out, const IlirKernel *k) {
   for (int i = 0; i < k->nbufs; i++) {
     const IlirBuf *b = &k->bufs[i];
     bool per_node = b->kind != ILIR_BUF_PARAM && b->kind != ILIR_BUF_LEVELS &&
+                    b->kind != ILIR_BUF_ARITY_END &&
                     b->kind != ILIR_BUF_PACKED && b->kind != ILIR_BUF_INVARIANT;
     const char *rows = b->kind == ILIR_BUF_LEVEL_SCRATCH ? "level nodes x "
                        : per_node                            ? "nodes x "
                                                              : "";
-    ctx_buf_printf(out, "  buf %d %s: %s[%s%ld]", i, b->name, buf_kinds[b->kind], rows, b->size);
+    if (b->kind == ILIR_BUF_ARITY_END)
+      ctx_buf_printf(out, "  buf %d %s: %s[levels]: nodes with %ld dependencies", i, b->name,
+                     buf_kinds[b->kind], b->size);
+    else
+      ctx_buf_printf(out, "  buf %d %s: %s[%s%ld]", i, b->name, buf_kinds[b->kind], rows,
+                     b->size);
     if (b->kind == ILIR_BUF_PACKED) {
       ctx_buf_printf(out, " = %s[%ld + c * %ld + r] at [r * %ld + c], r < %ld",
                      param_name(k, b->index), b->pack.off, b->pack.stride, b->pack.cols,

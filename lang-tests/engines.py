@@ -51,6 +51,32 @@ EXAMPLES = [
 ]
 
 
+# The zoo under the schedules of lang-tests/engines/zoo/MODEL.*.sched (parallel
+# over an output axis, arity specialization) on 1, 2 and 3 threads, on inputs
+# whose nodes have mixed arities (so that every group's loop and the loop over
+# the rest run): (model, -D flags, gen spec).
+SMALL = ["-D", "H=16", "-D", "V=50"]
+ZOO = [
+    ("treelstm", SMALL, "nary:nodes=40,arity=2,count=3,vocab=50,seed=1"),
+    ("narytreelstm", SMALL, "nary:nodes=40,arity=2,count=3,vocab=50,seed=2"),
+    ("childsum", SMALL + ["-D", "K=6"], "nary:nodes=60,arity=6,count=3,vocab=50,seed=3"),
+    ("treefc", SMALL, "nary:nodes=40,arity=2,count=3,vocab=50,seed=4"),
+    ("treegru", SMALL, "nary:nodes=40,arity=2,count=3,vocab=50,seed=5"),
+    ("mvrnn", ["-D", "H=8", "-D", "V=50"], "nary:nodes=30,arity=2,count=2,vocab=50,seed=6"),
+    ("dagrnn", ["-D", "H=16"], "grid:rows=4,cols=5,count=2,features=16,seed=7"),
+    ("seqlstm", SMALL, "sequence:length=12,count=3,vocab=50,seed=8"),
+]
+
+
+def zoo_cases(root):
+    cases = []
+    for model, dims, spec in ZOO:
+        scheds = sorted(glob.glob(os.path.join(HERE, "engines", "zoo", model + ".*.sched")))
+        configs = [["-s", x, "--threads", t] for x in scheds for t in ("1", "2", "3")]
+        cases.append((os.path.join(root, "examples", model + ".ctx"), dims, spec, configs))
+    return cases
+
+
 def sched_args(path):
     """-s PATH, with the CUDA flags for a CUDA schedule (NAME.cuda.sched)."""
     return ["-s", path] + (CUDA_ON_CPU if path.endswith(".cuda.sched") else [])
@@ -121,9 +147,10 @@ def main():
     ap.add_argument("--ctx", required=True)
     ap.add_argument("--rtol", type=float, default=1e-4)
     ap.add_argument("--atol", type=float, default=1e-5)
+    ap.add_argument("--zoo", action="store_true", help="only the zoo's schedules")
     ap.add_argument("models", nargs="*")
     a = ap.parse_args()
-    models = a.models or sorted(glob.glob(os.path.join(HERE, "engines", "*.ctx")))
+    models = a.models or ([] if a.zoo else sorted(glob.glob(os.path.join(HERE, "engines", "*.ctx"))))
     cases = []  # (model, dims, spec, configs)
     for model in models:
         specs = gen_specs(model)
@@ -134,9 +161,10 @@ def main():
             cases.append((model, [], spec, CONFIGS + [sched_args(x) for x in scheds]))
     if not a.models:
         root = os.path.dirname(HERE)
-        for model, dims, spec, scheds in EXAMPLES:
+        for model, dims, spec, scheds in [] if a.zoo else EXAMPLES:
             cases.append((os.path.join(root, model), dims, spec,
                           [sched_args(os.path.join(root, x)) for x in scheds]))
+        cases += zoo_cases(root)
     passed = failed = 0
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "out.npz")

@@ -24,6 +24,9 @@ typedef enum {
 } SchedVerb;
 
 enum { SCHED_MAX_ARGS = 8 };
+/* arities `specialize n.num_children == K` may name (the runtime's
+ * CTXRT_MAX_GROUPS); `parallel` directives in one schedule */
+enum { SCHED_MAX_ARITIES = 8, SCHED_MAX_PARALLEL = 16 };
 
 typedef struct {
   SchedVerb verb;
@@ -76,6 +79,20 @@ typedef struct {
    * every operator) */
   const Schedule *schedule;
   bool *hoist_only, *dense_only, *tile_only;
+  /* `specialize n.num_children == K` (n.num_preds for DAGs): each level's
+   * nodes of exactly arity[i] dependencies in a loop of their own, with the
+   * arity a constant (sched_spec.c); in the schedule's order */
+  long arity[SCHED_MAX_ARITIES];
+  int narity;
+  /* `[OP:] parallel AXIS`: how the threads share the level products of OP
+   * (NULL: every level product), by nodes (axis "node") or by outputs along
+   * AXIS; without one, codegen's automatic choice (IlirShare) */
+  struct {
+    const RaOp *op;
+    const char *axis;
+    CtxSpan span;
+  } parallel[SCHED_MAX_PARALLEL];
+  int nparallel;
   bool failed; /* the schedule asked for what cannot be done (reported) */
 } SchedPlan;
 
