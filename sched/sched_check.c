@@ -443,6 +443,6 @@ Schedule *sched_check(CtxArena *arena, CtxDiag *diag, const AstItem *item,
     check_directive(&c, &item->directives[i], &s->dirs[i]);
     ok &= c.ok;
   }
-  if (ok) ok = check_repeats(diag, s);
+  ok &= check_repeats(diag, s);
   return ok ? s : NULL;
 }

@@ -344,9 +344,9 @@ static bool share_directive(CtxArena *a, CtxDiag *diag, IlirKernel *k, const RaO
   if (S.matched || strcmp(axis, "node") == 0) return true; /* untiled: by nodes anyway */
   const char *what = op ? ctx_arena_printf(a, "'%s'", op->name) : "no operator";
   if (S.other)
-    ctx_diag_error(diag, span, "'%s' is not the output axis of %s level product (its outputs "
-                   "run over '%s')", axis, op ? ctx_arena_printf(a, "%s's", what) : "a",
-                   S.other);
+    ctx_diag_error(diag, span, "'%s' is not the output axis of %s (its outputs run over "
+                   "'%s')", axis, op ? ctx_arena_printf(a, "the level product of %s", what)
+                                     : "a level product", S.other);
   else
     ctx_diag_error(diag, span, "%s: only a tile's outputs can be shared among the threads "
                    "(OP: tile(node, %s) by (NB, NO))",
