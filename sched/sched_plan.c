@@ -25,11 +25,17 @@
  *                            earlier tile(node, AXIS) is the tile's vectors
  *   interchange              as without a schedule (--disable=interchange):
  *                            it chooses the form of a reduction, not a schedule
- *   parallel node            always so (each level's nodes are shared among
- *                            the threads)
+ *   specialize n.num_children == K
+ *                            sched_spec.c: the level's nodes of arity K in a
+ *                            loop of their own
+ *   [OP:] parallel node / AXIS
+ *                            OP's (every) tiled level product shared among the
+ *                            threads by nodes / by outputs along AXIS
+ *                            (sched_schedule_shares; without it codegen's
+ *                            automatic choice)
  *
- * The rest — parallel over another axis, unroll_recursion, cache and bind
- * (GPU directives) — the CPU backend does not apply; each draws a warning
+ * The rest — unroll_recursion, cache and bind (GPU directives) — the CPU
+ * backend does not apply; each draws a warning
  * at the directive. A directive that names an axis no loop of its operator
  * has (left) is an error at the directive.
  */
