@@ -58,6 +58,8 @@ static LLVMValueRef made_buffer(CallEmitter *C, const IlirKernel *k, int b, bool
   switch (buf->kind) {
   case ILIR_BUF_LEVELS: return const_i32s(C, "call.levels", 2, 0, 1);
   case ILIR_BUF_PHASES: return const_i32s(C, "call.phases", 1, 1, 1); /* one level */
+  case ILIR_BUF_ARITY_END: /* the one node (a leaf) is in the group of K = 0 only */
+    return const_i32s(C, "call.arity_end", 1, buf->size == 0, 0);
   case ILIR_BUF_NUM_DEPS: return const_i32s(C, "call.num_deps", 2, 0, 0);
   case ILIR_BUF_DEP: return const_i32s(C, "call.dep", k->max_deps + 1, 1, 1);
   case ILIR_BUF_VALUES:

@@ -785,7 +785,8 @@ static bool tile_streams(CgEmit *E, CgTile *T) {
 }
 
 /* Should a tiled level product run split by outputs (every thread all of
- * the level's rows, a share of the output blocks) rather than by nodes? Two
+ * the level's rows, a share of the output blocks) rather than by nodes?
+ * A schedule's `parallel` fixes it (IlirStmt.share); otherwise two
  * or more threads and at least as many output blocks as threads, and a
  * level with fewer rows than give every thread a full tile: such a level's
  * time is its weights' bandwidth, and split by outputs each thread reads
@@ -858,7 +859,8 @@ static void emit_tiled(CgEmit *E, const IlirStmt *s) {
   long full = T.I - T.I % ((long)iv * vl), vec = T.I - T.I % vl;
   LLVMValueRef lo = emit_expr(E, s->lo), hi = emit_expr(E, s->hi), by_outs = NULL;
   if (s->loop == ILIR_LOOP_NODES) {
-    by_outs = split_by_outputs(E, lo, hi, nb, full / ((long)iv * vl));
+    by_outs = s->share == ILIR_SHARE_AUTO ? split_by_outputs(E, lo, hi, nb, full / ((long)iv * vl))
+                                          : LLVMConstInt(E->i1, s->share == ILIR_SHARE_OUTPUTS, 0);
     LLVMValueRef nlo = lo, nhi = hi;
     thread_share(E, &nlo, &nhi);
     lo = LLVMBuildSelect(E->b, by_outs, lo, nlo, "");

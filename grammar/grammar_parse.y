@@ -422,8 +422,8 @@ concat_list
   ;
 
 /* schedule := 'schedule' NAME ['for' NAME] '{' { directive SEP } '}'
- * directive := [NAME ':'] NAME { [','] sarg }
- * sarg := NAME {'.' NAME} | NUMBER | 'in' | '(' sarg {',' sarg} ')' */
+ * directive := [NAME {'.' NAME} ':'] NAME { [','] sarg }
+ * sarg := NAME {'.' NAME} | NUMBER | 'in' | '==' | '(' sarg {',' sarg} ')' */
 schedule
   : T_SCHEDULE IDENT '{' directives '}' {
       $$ = new_item(p, AST_SCHEDULE, @$);
@@ -449,7 +449,7 @@ directive
       AstDirective d = {@$, {NULL, @1}, ident($1, @1), to_array(p, $2, sizeof(AstSchedArg)), $2.len};
       $$ = BOX(d);
     }
-  | IDENT ':' IDENT sargs {
+  | dotted ':' IDENT sargs {
       AstDirective d = {@$, ident($1, @1), ident($3, @3), to_array(p, $4, sizeof(AstSchedArg)), $4.len};
       $$ = BOX(d);
     }
@@ -462,6 +462,7 @@ sargs
 sarg
   : dotted                        { AstSchedArg a = {AST_SARG_NAME, @$, false, $1, 0, NULL, 0}; $$ = BOX(a); }
   | T_IN                          { AstSchedArg a = {AST_SARG_NAME, @$, false, "in", 0, NULL, 0}; $$ = BOX(a); }
+  | EQ                            { AstSchedArg a = {AST_SARG_NAME, @$, false, "==", 0, NULL, 0}; $$ = BOX(a); }
   | NUMBER {
       AstSchedArg a = {AST_SARG_INT, @$, false, $1.text, (long)$1.num, NULL, 0};
       if (!$1.is_int) ctx_diag_error(p->diag, @1, "expected an integer, found '%s'", $1.text);

@@ -41,11 +41,17 @@ typedef enum {
                              node of the level being computed, at row n - levels[l] */
   ILIR_BUF_INVARIANT, /* f32[size]: an operator's value that is the same at every
                          node, computed once per run before the levels */
-  ILIR_BUF_PHASES     /* i32[num_levels]: 1 where a barrier follows level l, 0 where
+  ILIR_BUF_PHASES,    /* i32[num_levels]: 1 where a barrier follows level l, 0 where
                          the next level runs in the same phase (unroll_recursion:
                          phases of up to [size] levels; the runtime decides them per
                          batch and thread count, ctxrt.h CTXRT_BUF_PHASES). Read by
                          codegen only, never by ILIR expressions */
+  ILIR_BUF_ARITY_END  /* i32[num_levels]: a schedule's `specialize n.num_children ==
+                         K` (K = size): the linearizer orders each level's nodes by
+                         these buffers in table order, those with exactly K
+                         dependencies first; entry l is where level l's group of
+                         them ends (it starts where the previous group ends, the
+                         first at levels[l]; the rest follow the last group) */
 } IlirBufKind;
 
 /* A PACKED buffer holds element (r, c) = param[off + c * stride + r] for c in
@@ -154,6 +160,8 @@ typedef enum {
  * ordinary one and the barrier nothing. */
 typedef enum { ILIR_BIND_NONE, ILIR_BIND_BLOCK, ILIR_BIND_THREAD } IlirBind;
 
+typedef enum { ILIR_SHARE_AUTO, ILIR_SHARE_NODES, ILIR_SHARE_OUTPUTS } IlirShare;
+
 typedef struct IlirStmt IlirStmt;
 typedef struct {
   IlirStmt **stmts;
@@ -185,6 +193,12 @@ struct IlirStmt {
    * epilogues on each such block of outputs as soon as it is stored. */
   int tile_nodes, tile_outs;
   IlirBind bind; /* LOOP: GPU binding (IlirBind) */
+  /* A tiled NODES loop: how a team's threads share it (a schedule's
+   * `parallel`): AUTO by nodes or, for a level too small to give every
+   * thread a full tile, by outputs (codegen decides per level); NODES always
+   * by nodes; OUTPUTS always by outputs (every thread all the nodes, a share
+   * of the output blocks). */
+  IlirShare share;
   /* STORE */
   int buf;
   IlirExpr *index, *value;

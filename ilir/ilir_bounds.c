@@ -137,6 +137,7 @@ static void check_access(Bounds *B, int buf, const IlirExpr *index, bool store) 
     ok = fits(r, b->size, false);
     break;
   case ILIR_BUF_LEVELS: ok = r.base == BASE_LEVEL && r.scale == 1 && r.lo >= 0 && r.hi <= 1; break;
+  case ILIR_BUF_ARITY_END: ok = r.base == BASE_LEVEL && r.scale == 1 && r.lo == 0 && r.hi == 0; break;
   case ILIR_BUF_DEP:
     ok = r.base == BASE_NODE && r.scale == B->k->max_deps && r.lo >= 0 && r.hi < r.scale;
     break;

@@ -21,7 +21,8 @@ static const char *const bin_names[] = {"+", "-", "*", "/", "==", "!=", "<", "<=
 static const char *const buf_kinds[] = {"param f32", "values f32", "values i32",
                                         "result f32", "scratch f32", "dep i32",
                                         "num_deps i32", "levels i32", "packed f32",
-                                        "level scratch f32", "invariant f32", "phases i32"};
+                                        "level scratch f32", "invariant f32", "phases i32",
+                                        "arity end i32"};
 static const char *const loop_kinds[] = {"", "levels ", "nodes ", "parallel ", "vector ",
                                          "unroll "};
 
@@ -91,6 +92,9 @@ static void print_block(CtxBuf *out, const IlirKernel *k, const IlirBlock *b, in
       ctx_buf_putc(out, ')');
       if (s->tile_nodes)
         ctx_buf_printf(out, " register tile %d x %d", s->tile_nodes, s->tile_outs);
+      if (s->tile_nodes && s->share)
+        ctx_buf_puts(out, s->share == ILIR_SHARE_OUTPUTS ? " shared by outputs"
+                                                         : " shared by nodes");
       if (s->bind) ctx_buf_puts(out, s->bind == ILIR_BIND_BLOCK ? " bound to block" : " bound to thread");
       int ph = s->loop == ILIR_LOOP_LEVELS ? ilir_find_buf(k, ILIR_BUF_PHASES) : -1;
       if (ph >= 0)
@@ -135,12 +139,15 @@ void ilir_print(CtxBuf *out, const IlirKernel *k) {
     const IlirBuf *b = &k->bufs[i];
     bool per_node = b->kind != ILIR_BUF_PARAM && b->kind != ILIR_BUF_LEVELS &&
                     b->kind != ILIR_BUF_PACKED && b->kind != ILIR_BUF_INVARIANT &&
-                    b->kind != ILIR_BUF_PHASES;
+                    b->kind != ILIR_BUF_PHASES && b->kind != ILIR_BUF_ARITY_END;
     const char *rows = b->kind == ILIR_BUF_LEVEL_SCRATCH ? "level nodes x "
                        : per_node                            ? "nodes x "
                                                              : "";
     if (b->kind == ILIR_BUF_PHASES) /* one flag per level; size is K */
       ctx_buf_printf(out, "  buf %d %s: %s[levels], phases of up to %ld levels", i, b->name,
+                     buf_kinds[b->kind], b->size);
+    else if (b->kind == ILIR_BUF_ARITY_END)
+      ctx_buf_printf(out, "  buf %d %s: %s[levels]: nodes with %ld dependencies", i, b->name,
                      buf_kinds[b->kind], b->size);
     else
       ctx_buf_printf(out, "  buf %d %s: %s[%s%ld]", i, b->name, buf_kinds[b->kind], rows,

@@ -93,6 +93,29 @@ def recur_cases(root, tmp):
         configs = [["-s", x, "--threads", t] for x in scheds for t in threads]
         for spec in specs:
             cases.append((os.path.join(root, "examples", model + ".ctx"), dims, spec, configs))
+# The zoo under the schedules of lang-tests/engines/zoo/MODEL.*.sched (parallel
+# over an output axis, arity specialization) on 1, 2 and 3 threads, on inputs
+# whose nodes have mixed arities (so that every group's loop and the loop over
+# the rest run): (model, -D flags, gen spec).
+SMALL = ["-D", "H=16", "-D", "V=50"]
+ZOO = [
+    ("treelstm", SMALL, "nary:nodes=40,arity=2,count=3,vocab=50,seed=1"),
+    ("narytreelstm", SMALL, "nary:nodes=40,arity=2,count=3,vocab=50,seed=2"),
+    ("childsum", SMALL + ["-D", "K=6"], "nary:nodes=60,arity=6,count=3,vocab=50,seed=3"),
+    ("treefc", SMALL, "nary:nodes=40,arity=2,count=3,vocab=50,seed=4"),
+    ("treegru", SMALL, "nary:nodes=40,arity=2,count=3,vocab=50,seed=5"),
+    ("mvrnn", ["-D", "H=8", "-D", "V=50"], "nary:nodes=30,arity=2,count=2,vocab=50,seed=6"),
+    ("dagrnn", ["-D", "H=16"], "grid:rows=4,cols=5,count=2,features=16,seed=7"),
+    ("seqlstm", SMALL, "sequence:length=12,count=3,vocab=50,seed=8"),
+]
+
+
+def zoo_cases(root):
+    cases = []
+    for model, dims, spec in ZOO:
+        scheds = sorted(glob.glob(os.path.join(HERE, "engines", "zoo", model + ".*.sched")))
+        configs = [["-s", x, "--threads", t] for x in scheds for t in ("1", "2", "3")]
+        cases.append((os.path.join(root, "examples", model + ".ctx"), dims, spec, configs))
     return cases
 
 
@@ -168,9 +191,10 @@ def main():
     ap.add_argument("--atol", type=float, default=1e-5)
     ap.add_argument("--recur", action="store_true",
                     help="the zoo under the recursion primitives only")
+    ap.add_argument("--zoo", action="store_true", help="only the zoo's schedules")
     ap.add_argument("models", nargs="*")
     a = ap.parse_args()
-    models = a.models or ([] if a.recur else
+    models = a.models or ([] if a.recur or a.zoo else
                           sorted(glob.glob(os.path.join(HERE, "engines", "*.ctx"))))
     cases = []  # (model, dims, spec, configs)
     for model in models:
@@ -182,12 +206,13 @@ def main():
             cases.append((model, [], spec, CONFIGS + [sched_args(x) for x in scheds]))
     if not a.models and not a.recur:
         root = os.path.dirname(HERE)
-        for model, dims, spec, scheds in EXAMPLES:
+        for model, dims, spec, scheds in [] if a.zoo else EXAMPLES:
             cases.append((os.path.join(root, model), dims, spec,
                           [sched_args(os.path.join(root, x)) for x in scheds]))
+        cases += zoo_cases(root)
     passed = failed = 0
     with tempfile.TemporaryDirectory() as tmp:
-        if not a.models or a.recur:
+        if (not a.models and not a.zoo) or a.recur:
             cases += recur_cases(os.path.dirname(HERE), tmp)
         out = os.path.join(tmp, "out.npz")
         for model, dims, spec, configs in cases:

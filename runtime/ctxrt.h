@@ -563,6 +563,7 @@ void ctxrt_array_destroy(CtxrtArray *array);
  */
 
 #define CTXRT_NOT_INT INT32_MIN
+#define CTXRT_MAX_GROUPS 8
 
 typedef struct CtxrtLinear {
   CtxrtKind kind;
@@ -583,6 +584,13 @@ typedef struct CtxrtLinear {
   float *val;             /* [num_nodes * V] */
   int32_t *ival;          /* [num_nodes * V] */
   unsigned char *has_val; /* [num_nodes] */
+  /* Arity groups (ctxrt_linear_set_groups): within each level the nodes with
+   * exactly group_arity[0] dependencies come first, then those with
+   * group_arity[1], ..., then the rest (each group in the forest's order);
+   * group g of level l ends at group_end[g * num_levels + l]. */
+  int32_t num_groups;
+  int32_t group_arity[CTXRT_MAX_GROUPS];
+  int32_t *group_end;     /* [num_groups * num_levels] */
   void *block_;           /* private: the arrays' block, its size and scratch */
   size_t cap_;
   void *scratch_;
@@ -606,6 +614,14 @@ CtxrtStatus ctxrt_linear_create(const CtxrtForest *forest, int32_t num_values,
  * no levels) but still valid, and keeps its memory. */
 CtxrtStatus ctxrt_linear_fill(CtxrtLinear *lin, const CtxrtForest *forest,
                               int32_t num_values, int32_t max_deps, CtxrtError *err);
+
+/* Makes the fills of [lin] after it order each level's nodes in [n] arity
+ * groups (CtxrtLinear, group_arity: [arity], distinct, each >= 0); n == 0
+ * turns grouping off. CTXRT_ERR_ARG for n outside [0, CTXRT_MAX_GROUPS], a
+ * negative or repeated arity. Grouping permutes ids only within levels:
+ * every other property of a linearization holds as without it. */
+CtxrtStatus ctxrt_linear_set_groups(CtxrtLinear *lin, const int32_t *arity, int32_t n,
+                                    CtxrtError *err);
 
 /* Frees [lin]. NULL is allowed. */
 void ctxrt_linear_destroy(CtxrtLinear *lin);
@@ -671,6 +687,10 @@ typedef enum CtxrtBufKind {
                                   (unroll_recursion: phases of up to [size] levels,
                                   decided per batch for the team's thread count;
                                   runtime/ctxrt_phases.c says when that is sound) */
+  CTXRT_BUF_ARITY_END = 12,    /* i32[num_levels]: the end of each level's group of
+                                  nodes with exactly [size] dependencies (the
+                                  linearizer's groups, ctxrt_linear_set_groups: one
+                                  per such buffer, in table order) */
 } CtxrtBufKind;
 
 typedef struct CtxrtModelBuf {

@@ -199,6 +199,7 @@ static size_t buf_bytes(const CtxrtModelBuf *b, const CtxrtLinear *lin, int64_t 
   case CTXRT_BUF_DEP: return n * (size_t)lin->max_deps * 4;
   case CTXRT_BUF_NUM_DEPS: return n * 4;
   case CTXRT_BUF_LEVELS: return ((size_t)lin->num_levels + 1) * 4;
+  case CTXRT_BUF_ARITY_END: return (size_t)lin->num_levels * 4;
   case CTXRT_BUF_RESULT: case CTXRT_BUF_SCRATCH: return (n + 1) * (size_t)b->size * 4;
   case CTXRT_BUF_LEVEL_SCRATCH: return ((size_t)widest + 1) * (size_t)b->size * 4;
   case CTXRT_BUF_INVARIANT: return (size_t)b->size * 4;
@@ -208,7 +209,7 @@ static size_t buf_bytes(const CtxrtModelBuf *b, const CtxrtLinear *lin, int64_t 
 
 static bool is_input(int32_t kind) {
   return kind == CTXRT_BUF_VALUES || kind == CTXRT_BUF_IVALUES || kind == CTXRT_BUF_DEP ||
-         kind == CTXRT_BUF_NUM_DEPS || kind == CTXRT_BUF_LEVELS;
+         kind == CTXRT_BUF_NUM_DEPS || kind == CTXRT_BUF_LEVELS || kind == CTXRT_BUF_ARITY_END;
 }
 
 /* Context, module, function, stream; the occupancy and co-residency checks. */

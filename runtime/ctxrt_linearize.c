@@ -79,7 +79,8 @@ static int carve(CtxrtLinear *lin, int32_t n, int32_t levels) {
                     sn * 4,
                     nv * 4,
                     nv * 4,
-                    sn};
+                    sn,
+                    (size_t)levels * (size_t)lin->num_groups * 4};
   size_t off[sizeof sizes / sizeof sizes[0]], total = 0;
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
     off[i] = total;
@@ -97,6 +98,7 @@ static int carve(CtxrtLinear *lin, int32_t n, int32_t levels) {
   lin->val = (float *)(void *)(b + off[7]);
   lin->ival = (int32_t *)(void *)(b + off[8]);
   lin->has_val = (unsigned char *)(b + off[9]);
+  lin->group_end = (int32_t *)(void *)(b + off[10]);
   return 1;
 }
 
@@ -247,8 +249,31 @@ static CtxrtStatus compute_levels(CtxrtLinear *lin, const CtxrtForest *f, Levels
 
 /* --- 2. numbering ------------------------------------------------------------- */
 
+/* Within each level, the nodes of each arity group in turn, then the rest
+ * (stable: each in the order numbering gave them); to_new serves as the
+ * scratch row and is rebuilt. O(nodes x groups). */
+static void group_nodes(CtxrtLinear *lin, const CtxrtForest *f) {
+  int32_t L = lin->num_levels, G = lin->num_groups, *tmp = lin->to_new;
+  const int32_t *db = f->dep_begin;
+  for (int32_t l = 0; l < L; l++) {
+    int32_t s = lin->level_start[l], e = lin->level_start[l + 1], pos = s;
+    for (int32_t g = 0; g <= G; g++) {
+      for (int32_t w = s; w < e; w++) {
+        int32_t v = lin->to_input[w], c = db[v + 1] - db[v], in = G;
+        for (int32_t h = 0; h < G && in == G; h++)
+          if (lin->group_arity[h] == c) in = h;
+        if (in == g) tmp[pos++] = v;
+      }
+      if (g < G) lin->group_end[g * L + l] = pos;
+    }
+    memcpy(lin->to_input + s, tmp + s, (size_t)(e - s) * sizeof *tmp);
+  }
+  for (int32_t w = 0; w < lin->num_nodes; w++)
+    lin->to_new[lin->to_input[w]] = w;
+}
+
 /* A stable counting sort of the forest's nodes by level. */
-static void number_nodes(CtxrtLinear *lin, const Levels *lv) {
+static void number_nodes(CtxrtLinear *lin, const CtxrtForest *f, const Levels *lv) {
   int32_t n = lin->num_nodes, L = lv->count;
   int32_t *start = lin->level_start, *len = lin->level_len;
   memset(len, 0, (size_t)L * sizeof *len);
@@ -267,6 +292,7 @@ static void number_nodes(CtxrtLinear *lin, const Levels *lv) {
   for (int32_t l = 0; l < L; l++)
     len[l] = start[l + 1] - start[l];
   lin->num_levels = L;
+  if (lin->num_groups) group_nodes(lin, f);
   lin->leaf_end = L > 0 ? start[1] : 0;
 }
 
@@ -352,7 +378,7 @@ static CtxrtStatus fill(CtxrtLinear *lin, const CtxrtForest *f, int32_t num_valu
   lin->num_values = num_values;
   if (!carve(lin, n, lv.count)) return ctxrt__nomem(err, f->name);
   lin->num_nodes = n;
-  number_nodes(lin, &lv);
+  number_nodes(lin, f, &lv);
   dep_rows(lin, f, lin->outputs);
   if (num_values == 0)
     memset(lin->has_val, 0, (size_t)n);
@@ -373,6 +399,24 @@ CtxrtStatus ctxrt_linear_fill(CtxrtLinear *lin, const CtxrtForest *f, int32_t nu
   CtxrtStatus st = fill(lin, f, num_values, max_deps, err);
   if (st != CTXRT_OK) make_empty(lin);
   return st;
+}
+
+CtxrtStatus ctxrt_linear_set_groups(CtxrtLinear *lin, const int32_t *arity, int32_t n,
+                                    CtxrtError *err) {
+  if (n < 0 || n > CTXRT_MAX_GROUPS)
+    return ctxrt__err(err, CTXRT_ERR_ARG, NULL, 0, "linearize: %d arity groups, at most %d",
+                      (int)n, CTXRT_MAX_GROUPS);
+  for (int32_t g = 0; g < n; g++)
+    for (int32_t h = 0; h <= g; h++)
+      if (arity[g] < 0 || (h < g && arity[h] == arity[g]))
+        return ctxrt__err(err, CTXRT_ERR_ARG, NULL, 0,
+                          "linearize: arity group %d (%d) negative or repeated", (int)g,
+                          (int)arity[g]);
+  make_empty(lin);
+  lin->num_groups = n;
+  memcpy(lin->group_arity, arity, (size_t)n * sizeof *arity);
+  if (!carve(lin, 0, 0)) return ctxrt__nomem(err, NULL);
+  return CTXRT_OK;
 }
 
 CtxrtStatus ctxrt_linear_create(const CtxrtForest *f, int32_t num_values,

@@ -248,6 +248,7 @@ static int64_t widest_level(const CtxrtLinear *lin) {
 static bool bind_buffers(CtxrtModel *m, const CtxrtLinear *lin) {
   int64_t widest = widest_level(lin);
   m->steps = ctxrt__steps(lin, NULL);
+  int32_t group = 0; /* the ARITY_END buffers' groups, in table order */
   for (int32_t b = 0; b < m->d->num_bufs; b++) {
     void *data = NULL;
     switch ((CtxrtBufKind)m->d->bufs[b].kind) {
@@ -259,6 +260,7 @@ static bool bind_buffers(CtxrtModel *m, const CtxrtLinear *lin) {
       break;
     case CTXRT_BUF_NUM_DEPS: data = lin->num_deps; break;
     case CTXRT_BUF_LEVELS: data = lin->level_start; break;
+    case CTXRT_BUF_ARITY_END: data = lin->group_end + (size_t)group++ * (size_t)lin->num_levels; break;
     case CTXRT_BUF_RESULT:
     case CTXRT_BUF_SCRATCH:
       if (!(data = node_rows(m, b, lin->num_nodes))) return false;
@@ -301,15 +303,34 @@ void ctxrt_model_times(const CtxrtModel *m, CtxrtModelTimes *times) { *times = m
 
 void ctxrt_model_reset_times(CtxrtModel *m) { memset(&m->times, 0, sizeof m->times); }
 
+/* The model's linearization, empty, grouping each level's nodes by the
+ * arities of its ARITY_END buffers (a schedule's `specialize n.num_children
+ * == K`). */
+static CtxrtStatus new_linear(CtxrtModel *m, CtxrtError *err) {
+  int32_t arity[CTXRT_MAX_GROUPS], n = 0;
+  for (int32_t b = 0; b < m->d->num_bufs; b++)
+    if (m->d->bufs[b].kind == CTXRT_BUF_ARITY_END) {
+      if (n == CTXRT_MAX_GROUPS)
+        return ctxrt__err(err, CTXRT_ERR_INVALID, NULL, 0, "model '%s': more than %d arity "
+                          "groups", m->d->name, CTXRT_MAX_GROUPS);
+      arity[n++] = (int32_t)m->d->bufs[b].size;
+    }
+  CtxrtStatus st = ctxrt_linear_create(NULL, 0, 0, &m->lin, err);
+  if (!st && (st = ctxrt_linear_set_groups(m->lin, arity, n, err))) {
+    ctxrt_linear_destroy(m->lin);
+    m->lin = NULL;
+  }
+  return st;
+}
+
 CtxrtStatus ctxrt_model_run(CtxrtModel *m, const CtxrtForest *forest, int all_nodes,
                             float *out, CtxrtError *err) {
   const CtxrtModelDesc *d = m->d;
   int32_t v = d->spec.num_values, deps = d->max_deps;
   m->out_rows = 0;
   double t0 = now_s();
-  CtxrtStatus st = m->lin ? ctxrt_linear_fill(m->lin, forest, v, deps, err)
-                          : ctxrt_linear_create(forest, v, deps, &m->lin, err);
-  if (st) return st;
+  CtxrtStatus st = m->lin ? CTXRT_OK : new_linear(m, err);
+  if (st || (st = ctxrt_linear_fill(m->lin, forest, v, deps, err))) return st;
   const CtxrtLinear *lin = m->lin;
   int64_t rows = all_nodes ? lin->num_nodes : lin->num_outputs;
   double t1 = now_s();

@@ -27,6 +27,9 @@ typedef enum {
 } SchedVerb;
 
 enum { SCHED_MAX_ARGS = 8 };
+/* arities `specialize n.num_children == K` may name (the runtime's
+ * CTXRT_MAX_GROUPS); `parallel` directives in one schedule */
+enum { SCHED_MAX_ARITIES = 8, SCHED_MAX_PARALLEL = 16 };
 
 typedef struct {
   SchedVerb verb;
@@ -86,6 +89,20 @@ typedef struct {
   bool *hoist_only, *dense_only, *tile_only;
   int *tile_nb, *tile_no; /* per buffer: its `OP: tile` sizes (0: tile_nodes/tile_outs) */
   int nsets;              /* the buffers those sets cover (later passes add buffers) */
+  /* `specialize n.num_children == K` (n.num_preds for DAGs): each level's
+   * nodes of exactly arity[i] dependencies in a loop of their own, with the
+   * arity a constant (sched_spec.c); in the schedule's order */
+  long arity[SCHED_MAX_ARITIES];
+  int narity;
+  /* `[OP:] parallel AXIS`: how the threads share the level products of OP
+   * (NULL: every level product), by nodes (axis "node") or by outputs along
+   * AXIS; without one, codegen's automatic choice (IlirShare) */
+  struct {
+    const RaOp *op;
+    const char *axis;
+    CtxSpan span;
+  } parallel[SCHED_MAX_PARALLEL];
+  int nparallel;
   bool failed; /* the schedule asked for what cannot be done (reported) */
 } SchedPlan;
 

@@ -169,10 +169,88 @@ static void take_op(Check *c, const AstSchedArg *a) {
 
 static void no_args(Check *c) { (void)c; }
 
+/* A note at the model's recursion: its first operator. */
+static void note_model(Check *c) {
+  for (int f = 0; f < c->p->nfuncs; f++)
+    if (c->p->funcs[f].nops) {
+      const char *what = c->p->kind == SEMA_SEQUENCE ? "a sequence"
+                         : c->p->kind == SEMA_DAG    ? "a DAG"
+                                                     : "a tree";
+      ctx_diag_note(c->d, c->p->funcs[f].ops[0]->span, "model '%s' recurses over %s (at most "
+                    "%ld dependencies per node)", c->p->name, what, c->p->max_arity);
+      return;
+    }
+}
+
+/* `leaf`, `leaf(n)` or `n.num_children == K` (`n.num_preds == K` for a DAG):
+ * axes[0] "leaf" or "arity", factors[0] K. */
 static void specialize_args(Check *c) {
   const AstSchedArg *a = next(c);
-  if (!a || a->kind != AST_SARG_NAME || strcmp(a->name, "leaf") != 0)
-    bad(c, a ? a->span : c->dir->span, "only 'leaf' can be specialized");
+  const char *usage = "'specialize leaf' or 'specialize n.num_children == K'";
+  const char *dot = a && a->kind == AST_SARG_NAME ? strchr(a->name, '.') : NULL;
+  if (a && a->kind == AST_SARG_NAME && strcmp(a->name, "leaf") == 0) {
+    const AstSchedArg *n = c->pos < c->nargs ? &c->args[c->pos] : NULL;
+    if (n && n->kind == AST_SARG_LIST && !n->after_comma) { /* leaf(n) */
+      c->pos++;
+      if (n->n != 1 || n->elems[0].kind != AST_SARG_NAME || strchr(n->elems[0].name, '.'))
+        bad(c, n->span, "expected one node name, as in 'leaf(n)'");
+    }
+    c->out->axes[c->out->naxes++] = "leaf";
+    return;
+  }
+  bool children = dot && strcmp(dot, ".num_children") == 0;
+  if (!children && !(dot && strcmp(dot, ".num_preds") == 0)) {
+    bad(c, a ? a->span : c->dir->span, "only 'leaf' and the arity can be specialized: %s",
+        usage);
+    return;
+  }
+  if (c->p->kind == SEMA_SEQUENCE) { /* every element but the first: one predecessor */
+    bad(c, a->span, "a sequence's arity is 1 at every element but the first (a leaf): "
+        "specialize leaf says all there is");
+    note_model(c);
+    return;
+  }
+  if (children != (c->p->kind == SEMA_TREE)) {
+    bad(c, a->span, "the arity of a %s's node is %s", children ? "DAG" : "tree",
+        children ? "n.num_preds" : "n.num_children");
+    note_model(c);
+    return;
+  }
+  if (!word(c, "==")) return;
+  const AstSchedArg *k = next(c);
+  if (!k || k->kind != AST_SARG_INT) {
+    bad(c, k ? k->span : c->dir->span, "expected a number of dependencies after '=='");
+    return;
+  }
+  if (k->value > c->p->max_arity) {
+    bad(c, k->span, "no node has %ld dependencies: model '%s' allows at most %ld", k->value,
+        c->p->name, c->p->max_arity);
+    note_model(c);
+  }
+  c->out->axes[c->out->naxes++] = "arity";
+  c->out->factors[c->out->nfactors++] = k->value;
+}
+
+/* The axis of `[OP:] parallel AXIS`: node, or an axis of the operator (of
+ * some operator without one), not a reduction's variable. */
+static bool reduces_over(const RaExpr *e, const char *name) {
+  if (!e) return false;
+  if (e->kind == RA_REDUCE && strcmp(e->var->name, name) == 0) return true;
+  return reduces_over(e->a, name) || reduces_over(e->b, name) || reduces_over(e->c, name);
+}
+
+static void parallel_args(Check *c) {
+  const AstSchedArg *a = c->pos < c->nargs ? &c->args[c->pos] : NULL;
+  const RaOp *op = c->out->op;
+  if (a && a->kind == AST_SARG_NAME && op && !has_axis(c, op, a->name) &&
+      reduces_over(op->body, a->name)) {
+    c->pos++;
+    bad(c, a->span, "'%s' is a reduction axis of '%s': the cpu backend shares a level's "
+        "outputs or its nodes among threads, not the terms of a sum", a->name, op->name);
+    ctx_diag_note(c->d, op->span, "'%s' is defined here", op->name);
+    return;
+  }
+  take_axis(c, next(c));
 }
 
 static void ops_args(Check *c) {
@@ -256,7 +334,8 @@ static void bind_args(Check *c) {
 /* The verbs: keep in step with grammar/keywords.def (class DIRECTIVE). */
 static const VerbInfo verbs[] = {
     {"dynamic_batch", SCHED_DYNAMIC_BATCH, 0, "dynamic_batch", no_args},
-    {"specialize", SCHED_SPECIALIZE, 0, "specialize leaf", specialize_args},
+    {"specialize", SCHED_SPECIALIZE, 0, "specialize leaf | specialize n.num_children == K",
+     specialize_args},
     {"fuse", SCHED_FUSE, 0, "fuse OP, OP, ...", ops_args},
     {"hoist", SCHED_HOIST, 0, "hoist OP, ...", ops_args},
     {"dense", SCHED_DENSE, 0, "dense OP, ...", ops_args},
@@ -271,7 +350,7 @@ static const VerbInfo verbs[] = {
     {"vectorize", SCHED_VECTORIZE, 1, "OP: vectorize AXIS", axis_args},
     {"unroll", SCHED_UNROLL, 1, "OP: unroll AXIS [by FACTOR]", unroll_args},
     {"unroll_recursion", SCHED_UNROLL_RECURSION, 0, "unroll_recursion FACTOR", factor_args},
-    {"parallel", SCHED_PARALLEL, 2, "[OP:] parallel AXIS", axis_args},
+    {"parallel", SCHED_PARALLEL, 2, "[OP:] parallel AXIS", parallel_args},
     {"persist", SCHED_PERSIST, 0, "persist", no_args},
     {"cache", SCHED_CACHE, 0, "cache PARAM, ... in shared|registers", cache_args},
     {"bind", SCHED_BIND, 1, "OP: bind AXIS to block|thread, ...", bind_args},
@@ -307,6 +386,44 @@ static void check_directive(Check *c, const AstDirective *d, SchedDirective *out
     bad(c, c->args[c->pos].span, "unexpected argument; the form is: %s", v->usage);
 }
 
+/* Is [b] the same choice as the earlier [a]: a second `parallel` of one
+ * operator (or of the whole model), or a second `specialize` of one arity? */
+static bool repeats(const SchedDirective *a, const SchedDirective *b) {
+  if (a->verb != b->verb) return false;
+  if (a->verb == SCHED_PARALLEL) return a->op == b->op;
+  return a->verb == SCHED_SPECIALIZE && a->naxes == 1 && b->naxes == 1 &&
+         strcmp(a->axes[0], b->axes[0]) == 0 &&
+         (strcmp(a->axes[0], "leaf") == 0 || a->factors[0] == b->factors[0]);
+}
+
+/* Directives that repeat (or contradict) an earlier one; false after
+ * reporting them. */
+static bool check_repeats(CtxDiag *diag, const Schedule *s) {
+  bool ok = true;
+  int arities = 0;
+  for (int i = 0; i < s->ndirs; i++) {
+    const SchedDirective *d = &s->dirs[i];
+    if (d->verb == SCHED_SPECIALIZE && d->naxes == 1 && strcmp(d->axes[0], "arity") == 0 &&
+        ++arities == SCHED_MAX_ARITIES + 1) {
+      ctx_diag_error(diag, d->span, "at most %d arities can be specialized", SCHED_MAX_ARITIES);
+      ok = false;
+    }
+    for (int j = 0; j < i; j++)
+      if (repeats(&s->dirs[j], d)) {
+        if (d->verb == SCHED_PARALLEL)
+          ctx_diag_error(diag, d->span, "a second 'parallel' for %s%s%s: one axis is shared "
+                         "among the threads", d->op ? "'" : "the whole model",
+                         d->op ? d->op->name : "", d->op ? "'" : "");
+        else
+          ctx_diag_error(diag, d->span, "this is specialized already");
+        ctx_diag_note(diag, s->dirs[j].span, "the first is here");
+        ok = false;
+        break;
+      }
+  }
+  return ok;
+}
+
 Schedule *sched_check(CtxArena *arena, CtxDiag *diag, const AstItem *item,
                       const RaProgram *p) {
   Schedule *s = CTX_NEW(arena, Schedule);
@@ -334,5 +451,6 @@ Schedule *sched_check(CtxArena *arena, CtxDiag *diag, const AstItem *item,
     check_directive(&c, &item->directives[i], &s->dirs[i]);
     ok &= c.ok;
   }
+  ok &= check_repeats(diag, s);
   return ok ? s : NULL;
 }

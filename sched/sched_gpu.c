@@ -47,7 +47,13 @@ static void cuda_directive(CtxDiag *diag, const SchedDirective *d, SchedPlan *pl
                            SchedGpuPlan *gpu) {
   switch (d->verb) {
   case SCHED_DYNAMIC_BATCH: case SCHED_PERSIST: break; /* always so: one kernel */
-  case SCHED_SPECIALIZE: plan->specialize_leaf = true; break;
+  case SCHED_SPECIALIZE:
+    if (d->naxes == 1 && strcmp(d->axes[0], "arity") == 0)
+      ctx_diag_warning(diag, d->span, "not applied: the cuda backend specializes the leaves "
+                                      "only");
+    else
+      plan->specialize_leaf = true;
+    break;
   case SCHED_HOIST: plan->hoist_invariant = plan->hoist_products = true; break;
   case SCHED_DENSE: plan->dense_scratch = true; break;
   case SCHED_HOIST_INVARIANT: plan->hoist_invariant = true; break;

@@ -59,5 +59,14 @@ void sched_hoist_local(CtxArena *a, IlirKernel *k);
 void sched_unroll_recursion(CtxArena *a, IlirKernel *k, int levels);
 bool sched_refactor_recursion(CtxArena *a, CtxDiag *diag, IlirKernel *k,
                               const SchedPlan *plan);
+/* A schedule's `[OP:] parallel AXIS` directives on the register tiles of
+ * [k] (sched_plan.c; after tiling and fusion): how the threads share them
+ * (IlirStmt.share); false after reporting one that does not apply. */
+bool sched_schedule_shares(CtxArena *a, CtxDiag *diag, IlirKernel *k, const SchedPlan *plan);
+
+/* `specialize n.num_children == K` (sched_spec.c): each levels loop's node
+ * loops split by the linearizer's arity groups, the arity a constant in
+ * each group's copy; ARITY_END buffers added to [k]. */
+void sched_specialize_arity(CtxArena *a, IlirKernel *k, const SchedPlan *plan);
 
 #endif

@@ -25,8 +25,14 @@
  *                            earlier tile(node, AXIS) is the tile's vectors
  *   interchange              as without a schedule (--disable=interchange):
  *                            it chooses the form of a reduction, not a schedule
- *   parallel node            always so (each level's nodes are shared among
- *                            the threads)
+ *   specialize n.num_children == K
+ *                            sched_spec.c: the level's nodes of arity K in a
+ *                            loop of their own
+ *   [OP:] parallel node / AXIS
+ *                            OP's (every) tiled level product shared among the
+ *                            threads by nodes / by outputs along AXIS
+ *                            (sched_schedule_shares; without it codegen's
+ *                            automatic choice)
  *
  *   unroll_recursion K       the levels loops in phases of up to K levels with no
  *                            barrier inside a phase where that is sound (the
@@ -35,9 +41,9 @@
  *                            one product per node (sched_recur.c); an error when
  *                            the model has none
  *
- * The rest — parallel over another axis, cache and bind (GPU directives) —
- * the CPU backend does not apply; each draws a warning at the directive. A directive that names an axis no loop of its operator
- * has (left) is an error at the directive.
+ * The rest — cache and bind (GPU directives) — the CPU backend does not
+ * apply; each draws a warning at the directive. A directive that names an
+ * axis no loop of its operator has (left) is an error at the directive.
  */
 #include "sched/sched_int.h"
 
@@ -258,7 +264,12 @@ SchedPlan sched_schedule_plan(CtxDiag *diag, const Schedule *s, unsigned disable
     const SchedDirective *d = &s->dirs[i];
     switch (d->verb) {
     case SCHED_DYNAMIC_BATCH: case SCHED_PERSIST: break;
-    case SCHED_SPECIALIZE: plan.specialize_leaf = true; break;
+    case SCHED_SPECIALIZE:
+      if (d->naxes == 1 && strcmp(d->axes[0], "arity") == 0)
+        plan.arity[plan.narity++] = d->factors[0]; /* sched_check: at most SCHED_MAX_ARITIES */
+      else
+        plan.specialize_leaf = true;
+      break;
     case SCHED_FUSE: plan.fuse_epilogue = true; break;
     case SCHED_HOIST: plan.hoist_invariant = plan.hoist_products = true; break;
     case SCHED_HOIST_INVARIANT: plan.hoist_invariant = true; break;
@@ -282,9 +293,14 @@ SchedPlan sched_schedule_plan(CtxDiag *diag, const Schedule *s, unsigned disable
       }
       break;
     case SCHED_PARALLEL:
-      if (d->naxes == 1 && strcmp(d->axes[0], "node") == 0) break;
-      ctx_diag_warning(diag, d->span, "not applied: the cpu backend runs the nodes of each "
-                                      "level in parallel (parallel node), no other axis");
+      if (plan.nparallel == SCHED_MAX_PARALLEL) {
+        ctx_diag_error(diag, d->span, "at most %d 'parallel' directives", SCHED_MAX_PARALLEL);
+        plan.failed = true;
+        break;
+      }
+      plan.parallel[plan.nparallel].op = d->op;
+      plan.parallel[plan.nparallel].axis = d->axes[0];
+      plan.parallel[plan.nparallel++].span = d->span;
       break;
     case SCHED_UNROLL_RECURSION: case SCHED_REFACTOR_RECURSION:
       plan.failed |= !recursion_directive(diag, s, i, &plan);
@@ -360,5 +376,68 @@ bool sched_schedule_loops(CtxArena *a, CtxDiag *diag, IlirKernel *k, const Sched
         d->verb == SCHED_VECTORIZE)
       ok &= loop_directive(a, diag, k, s, i);
   }
+  return ok;
+}
+
+/* ---- parallel: how the threads share the level products ------------------------------ */
+
+typedef struct {
+  const IlirKernel *k;
+  const bool *ops;  /* the operator's buffers and those it reads; NULL: all */
+  const char *axis; /* "node", or the output axis to share */
+  int matched;      /* tiles given the share */
+  const char *other; /* a tile's output axis that is not [axis] */
+} Share;
+
+static void share_block(Share *S, IlirBlock *b) {
+  for (int i = 0; i < b->n; i++) {
+    IlirStmt *s = b->stmts[i];
+    if (s->kind != ILIR_LOOP) continue;
+    if (s->loop != ILIR_LOOP_NODES || !s->tile_nodes) {
+      share_block(S, &s->body);
+      continue;
+    }
+    IlirTileParts parts;
+    if ((S->ops && !stores_into(s, S->ops)) || !ilir_tile_parts(S->k, s, &parts)) continue;
+    if (strcmp(S->axis, "node") == 0) {
+      s->share = ILIR_SHARE_NODES;
+      S->matched++;
+    } else if (strcmp(parts.loop[0]->var->name, S->axis) == 0) {
+      s->share = ILIR_SHARE_OUTPUTS;
+      S->matched++;
+    } else {
+      S->other = parts.loop[0]->var->name;
+    }
+  }
+}
+
+/* One `[OP:] parallel AXIS` on [k]'s tiles; false after reporting why it
+ * cannot apply. */
+static bool share_directive(CtxArena *a, CtxDiag *diag, IlirKernel *k, const RaOp *op,
+                            const char *axis, CtxSpan span) {
+  Share S = {k, op ? ops_and_reads(a, k, NULL, &op, 1) : NULL, axis, 0, NULL};
+  share_block(&S, &k->body);
+  if (S.matched || strcmp(axis, "node") == 0) return true; /* untiled: by nodes anyway */
+  const char *what = op ? ctx_arena_printf(a, "'%s'", op->name) : "no operator";
+  if (S.other)
+    ctx_diag_error(diag, span, "'%s' is not the output axis of %s (its outputs run over "
+                   "'%s')", axis, op ? ctx_arena_printf(a, "the level product of %s", what)
+                                     : "a level product", S.other);
+  else
+    ctx_diag_error(diag, span, "%s: only a tile's outputs can be shared among the threads "
+                   "(OP: tile(node, %s) by (NB, NO))",
+                   op ? ctx_arena_printf(a, "%s is not a register-tiled level product", what)
+                      : "the schedule tiles no level product", axis);
+  if (op) ctx_diag_note(diag, op->span, "'%s' is defined here", op->name);
+  return false;
+}
+
+bool sched_schedule_shares(CtxArena *a, CtxDiag *diag, IlirKernel *k, const SchedPlan *plan) {
+  bool ok = true;
+  for (int pass = 0; pass < 2; pass++) /* the whole model's first: an operator's wins */
+    for (int i = 0; i < plan->nparallel; i++)
+      if ((plan->parallel[i].op != NULL) == pass)
+        ok &= share_directive(a, diag, k, plan->parallel[i].op, plan->parallel[i].axis,
+                              plan->parallel[i].span);
   return ok;
 }

@@ -53,13 +53,31 @@ static int32_t *levels_of(const CtxrtLinear *lin) {
   return lev;
 }
 
-static void check_perm(const CtxrtLinear *lin, const int32_t *lev) {
+/* The arity group of forest node [v] (ctxrt_linear_set_groups): the index
+ * of its arity in group_arity, num_groups for the rest. */
+static int32_t group_of(const CtxrtLinear *lin, const CtxrtForest *f, int32_t v) {
+  for (int32_t g = 0; g < lin->num_groups; g++)
+    if (lin->group_arity[g] == ctxrt_forest_num_deps(f, v)) return g;
+  return lin->num_groups;
+}
+
+static void check_perm(const CtxrtLinear *lin, const CtxrtForest *f, const int32_t *lev) {
+  int32_t L = lin->num_levels;
   for (int32_t w = 0; w < lin->num_nodes; w++) {
-    int32_t v = lin->to_input[w];
+    int32_t v = lin->to_input[w], g = group_of(lin, f, v);
     EXPECT(v >= 0 && v < lin->num_nodes);
     EXPECT((lin->to_new[v]) == (w));
-    /* within a level, forest order */
-    if (w > 0 && lev[w - 1] == lev[w]) EXPECT((lin->to_input[w - 1]) < (v));
+    /* within a level, by arity group, then forest order */
+    if (w > 0 && lev[w - 1] == lev[w]) {
+      int32_t u = lin->to_input[w - 1], h = group_of(lin, f, u);
+      EXPECT(h < g || (h == g && u < v));
+    }
+    /* the groups' ends: g's nodes before its end, the later groups' after it */
+    for (int32_t e = 0; e < lin->num_groups; e++) {
+      int32_t end = lin->group_end[e * L + lev[w]];
+      EXPECT(end >= lin->level_start[lev[w]] && end <= lin->level_start[lev[w] + 1]);
+      EXPECT((g <= e) == (w < end));
+    }
   }
 }
 
@@ -118,7 +136,7 @@ static void check_linear(const CtxrtLinear *lin, const CtxrtForest *f) {
   EXPECT((lin->num_nodes) == (f->num_nodes));
   EXPECT((lin->kind) == (f->kind));
   int32_t *lev = levels_of(lin);
-  check_perm(lin, lev);
+  check_perm(lin, f, lev);
   check_deps(lin, f, lev);
   check_outputs(lin, f);
   check_values(lin, f);
@@ -366,6 +384,45 @@ START_TEST(test_errors) {
 }
 END_TEST
 
+/* Arity groups: random trees of mixed arity and grid DAGs under several group
+ * lists, every contract property (group order, group ends) checked; the groups
+ * stay for later fills until turned off; bad group lists are errors. */
+START_TEST(test_arity_groups) {
+  static const char *const kinds[] = {"nary:nodes=300,arity=4,count=3,seed=5",
+                                      "grid:rows=6,cols=7,count=2", "binary:leaves=40"};
+  static const int32_t lists[][3] = {{2, 0, 0}, {1, 3, 0}, {0, 2, 1}};
+  static const int32_t counts[] = {1, 2, 3};
+  CtxrtError err;
+  CtxrtLinear *lin = lin_ok(NULL, 0, 0);
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++) {
+      CtxrtForest *f = gen(kinds[i]);
+      ck_assert_int_eq(ctxrt_linear_set_groups(lin, lists[j], counts[j], &err), CTXRT_OK);
+      ck_assert_int_eq(ctxrt_linear_fill(lin, f, 0, 4, &err), CTXRT_OK);
+      ck_assert_int_eq(lin->num_groups, counts[j]);
+      check_linear(lin, f);
+      ctxrt_forest_destroy(f);
+    }
+  CtxrtForest *f = tu_nodes("tree\n0 : 1 2 3\n1 : 4\n2 : 5 6\n3\n4\n5\n6\n");
+  ck_assert_int_eq(ctxrt_linear_set_groups(lin, (const int32_t[]){2, 1}, 2, &err), CTXRT_OK);
+  ck_assert_int_eq(ctxrt_linear_fill(lin, f, 0, 0, &err), CTXRT_OK);
+  /* level 1: 1 (one child), 2 (two), 3 is a leaf; level 0 the leaves 3 4 5 6 */
+  eq_array(lin->level_start, (const int32_t[]){0, 4, 6, 7}, 4);
+  eq_array(lin->to_input, (const int32_t[]){3, 4, 5, 6, 2, 1, 0}, 7);
+  eq_array(lin->group_end, (const int32_t[]){0, 5, 6, 0, 6, 6}, 6);
+  ck_assert_int_eq(ctxrt_linear_set_groups(lin, NULL, 0, &err), CTXRT_OK);
+  ck_assert_int_eq(ctxrt_linear_fill(lin, f, 0, 0, &err), CTXRT_OK);
+  eq_array(lin->to_input, (const int32_t[]){3, 4, 5, 6, 1, 2, 0}, 7);
+  check_linear(lin, f);
+  ctxrt_forest_destroy(f);
+  ck_assert_int_eq(ctxrt_linear_set_groups(lin, (const int32_t[]){1, 1}, 2, &err), CTXRT_ERR_ARG);
+  ck_assert_int_eq(ctxrt_linear_set_groups(lin, (const int32_t[]){-1}, 1, &err), CTXRT_ERR_ARG);
+  ck_assert_int_eq(ctxrt_linear_set_groups(lin, NULL, CTXRT_MAX_GROUPS + 1, &err),
+                   CTXRT_ERR_ARG);
+  ctxrt_linear_destroy(lin);
+}
+END_TEST
+
 START_TEST(test_empty_forest) {
   CtxrtForest *f = tu_nodes("# nothing\n");
   CtxrtLinear *lin = lin_ok(f, 1, 0);
@@ -396,6 +453,7 @@ static Suite *linearize_suite(void) {
   tcase_add_test(tc, test_reuse_and_determinism);
   tcase_add_loop_test(tc, test_errors, 0, (int)(sizeof errors / sizeof errors[0]));
   tcase_add_test(tc, test_empty_forest);
+  tcase_add_test(tc, test_arity_groups);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -1,0 +1,175 @@
+/* sched_spec.c — arity specialization: a schedule's `specialize
+ * n.num_children == K` (n.num_preds for a DAG).
+ *
+ * The linearizer orders the nodes of each level by arity groups (runtime/
+ * ctxrt.h, ctxrt_linear_set_groups): the nodes with exactly K1 dependencies
+ * first, then those with K2, ..., then the rest, and hands the kernel where
+ * each group ends in an ARITY_END buffer per K (ilir.h). A levels loop's
+ * node loop
+ *
+ *   for l in levels [..] { for n in nodes [levels[l], levels[l + 1]) { BODY } }
+ *
+ * becomes one node loop per group and one over the rest,
+ *
+ *   for l in levels [..] {
+ *     for n in nodes [levels[l], arity2[l]) { BODY with num_deps[n] = 2 }
+ *     for n in nodes [arity2[l], levels[l + 1]) { BODY }
+ *   }
+ *
+ * where the arity is a constant: sums and loops over the dependencies get
+ * constant trip counts (all-deps then has no absent slots to pad over), and
+ * tests of it (`if n.num_children == 2`, a leaf test) fold. Each node still
+ * computes and writes its own rows, so only the order of a level's nodes
+ * changes — which nothing may depend on (they are independent) — and the
+ * outputs are read back through the linearizer's permutation as always.
+ *
+ * The leaf level of specialize-leaf (a levels loop [0, num_levels > 0)) has
+ * only nodes without dependencies and is left alone. Runs after hoist-local
+ * (whose prologue computes node-local operators, which cannot read the
+ * arity) and before all-deps and register tiling, which then see each
+ * group's loop as a node loop of its own.
+ */
+#include "sched/sched_int.h"
+
+#include <string.h>
+
+typedef struct {
+  CtxArena *a;
+  const IlirKernel *k;
+  const IlirVar *n; /* the node loop's variable */
+  long arity;
+} Spec;
+
+static bool is_const(const IlirExpr *e) {
+  return e && e->kind == ILIR_CONST && e->type == ILIR_I64;
+}
+
+/* The integer comparison or logic [op] of two constants. */
+static long fold(int op, long x, long y) {
+  switch (op) {
+  case ILIR_EQ: return x == y;
+  case ILIR_NE: return x != y;
+  case ILIR_LT: return x < y;
+  case ILIR_LE: return x <= y;
+  case ILIR_GT: return x > y;
+  case ILIR_GE: return x >= y;
+  case ILIR_AND: return x && y;
+  default: return x || y; /* ILIR_OR */
+  }
+}
+
+/* [e] with num_deps[n] the constant arity, folded where that makes constants
+ * (new nodes throughout: expressions may be shared). */
+static IlirExpr *spec_expr(const Spec *S, const IlirExpr *e) {
+  if (!e) return NULL;
+  CtxArena *a = S->a;
+  if (e->kind == ILIR_LOAD && e->buf == S->k->num_deps_buf && e->a->kind == ILIR_VAR &&
+      e->a->var == S->n)
+    return ilir_const_i(a, S->arity);
+  IlirExpr *x = spec_expr(S, e->a), *y = spec_expr(S, e->b), *c = spec_expr(S, e->c);
+  switch (e->kind) {
+  case ILIR_BINARY:
+    if (e->op >= ILIR_EQ && e->op <= ILIR_OR && is_const(x) && is_const(y))
+      return ilir_const_i(a, fold(e->op, x->ival, y->ival));
+    return ilir_binary(a, e->op, x, y);
+  case ILIR_SELECT:
+    if (is_const(c)) return c->ival ? x : y;
+    return ilir_select(a, c, x, y);
+  case ILIR_TO_F32: return ilir_to_f32(a, x);
+  case ILIR_REDUCE:
+    return ilir_reduce(a, e->op, e->var, spec_expr(S, e->lo), spec_expr(S, e->hi), x);
+  default: {
+    IlirExpr *copy = CTX_NEW(a, IlirExpr);
+    *copy = *e;
+    copy->a = x, copy->b = y, copy->c = c;
+    return copy;
+  }
+  }
+}
+
+static IlirBlock spec_block(const Spec *S, const IlirBlock *b);
+
+static IlirStmt *spec_stmt(const Spec *S, const IlirStmt *s) {
+  IlirStmt *c = CTX_NEW(S->a, IlirStmt);
+  *c = *s;
+  c->lo = spec_expr(S, s->lo), c->hi = spec_expr(S, s->hi);
+  c->index = spec_expr(S, s->index), c->value = spec_expr(S, s->value);
+  c->cond = spec_expr(S, s->cond);
+  c->body = spec_block(S, &s->body);
+  c->then = spec_block(S, &s->then);
+  c->els = spec_block(S, &s->els);
+  return c;
+}
+
+/* An `if` on the arity folds here, not only in the simplifier at the end:
+ * register tiling, before that, finds the products of the branch taken only
+ * directly in the node loop. */
+static IlirBlock spec_block(const Spec *S, const IlirBlock *b) {
+  CtxVec out = {0};
+  for (int i = 0; i < b->n; i++) {
+    IlirStmt *c = spec_stmt(S, b->stmts[i]);
+    if (c->kind == ILIR_IF && is_const(c->cond)) {
+      const IlirBlock *taken = c->cond->ival ? &c->then : &c->els;
+      for (int j = 0; j < taken->n; j++) ctx_vec_push(S->a, &out, taken->stmts[j]);
+    } else {
+      ctx_vec_push(S->a, &out, c);
+    }
+  }
+  return (IlirBlock){(IlirStmt **)out.items, out.len};
+}
+
+/* The ARITY_END buffer of [arity], added to [k]. */
+static int arity_buffer(CtxArena *a, IlirKernel *k, long arity) {
+  IlirBuf *bufs = CTX_NEW_ARRAY(a, IlirBuf, k->nbufs + 1);
+  memcpy(bufs, k->bufs, (size_t)k->nbufs * sizeof *bufs);
+  IlirBuf *b = &bufs[k->nbufs];
+  memset(b, 0, sizeof *b);
+  b->name = ctx_arena_printf(a, "arity%ld", arity);
+  b->kind = ILIR_BUF_ARITY_END;
+  b->size = arity;
+  k->bufs = bufs;
+  return k->nbufs++;
+}
+
+/* Is [lv] specialize-leaf's loop over the leaf level alone? */
+static bool leaf_levels(const IlirStmt *lv) {
+  const IlirExpr *hi = lv->hi;
+  return lv->lo->kind == ILIR_CONST && lv->lo->ival == 0 && hi->kind == ILIR_BINARY &&
+         hi->op == ILIR_GT && hi->a->kind == ILIR_ARG && hi->a->ival == 1;
+}
+
+/* The node loop [nodes] of levels loop [lv] as a loop per group and one over
+ * the rest, into [out]. */
+static void split_groups(CtxArena *a, const IlirKernel *k, const IlirStmt *lv,
+                         const IlirStmt *nodes, const SchedPlan *plan, const int *bufs,
+                         CtxVec *out) {
+  IlirExpr *from = nodes->lo;
+  for (int g = 0; g < plan->narity; g++) {
+    IlirExpr *end = ilir_load(a, k, bufs[g], ilir_var(a, lv->var));
+    Spec S = {a, k, nodes->var, plan->arity[g]};
+    IlirStmt *loop = ilir_loop(a, nodes->var, from, end, ILIR_LOOP_NODES,
+                               spec_block(&S, &nodes->body));
+    ctx_vec_push(a, out, loop);
+    from = end;
+  }
+  ctx_vec_push(a, out, ilir_loop(a, nodes->var, from, nodes->hi, ILIR_LOOP_NODES, nodes->body));
+}
+
+void sched_specialize_arity(CtxArena *a, IlirKernel *k, const SchedPlan *plan) {
+  if (!plan->narity || k->num_deps_buf < 0) return;
+  int bufs[SCHED_MAX_ARITIES];
+  for (int g = 0; g < plan->narity; g++) bufs[g] = arity_buffer(a, k, plan->arity[g]);
+  for (int i = 0; i < k->body.n; i++) {
+    IlirStmt *lv = k->body.stmts[i];
+    if (lv->kind != ILIR_LOOP || lv->loop != ILIR_LOOP_LEVELS || leaf_levels(lv)) continue;
+    CtxVec out = {0};
+    for (int j = 0; j < lv->body.n; j++) {
+      IlirStmt *s = lv->body.stmts[j];
+      if (s->kind == ILIR_LOOP && s->loop == ILIR_LOOP_NODES && !s->tile_nodes)
+        split_groups(a, k, lv, s, plan, bufs, &out);
+      else
+        ctx_vec_push(a, &out, s);
+    }
+    lv->body = (IlirBlock){(IlirStmt **)out.items, out.len};
+  }
+}
