@@ -24,7 +24,7 @@ _Static_assert((int)ILIR_BUF_PARAM == CTXRT_BUF_PARAM && (int)ILIR_BUF_VALUES ==
                    (int)ILIR_BUF_PACKED == CTXRT_BUF_PACKED &&
                    (int)ILIR_BUF_LEVEL_SCRATCH == CTXRT_BUF_LEVEL_SCRATCH &&
                    (int)ILIR_BUF_INVARIANT == CTXRT_BUF_INVARIANT &&
-                   (int)ILIR_BUF_PHASES == CTXRT_BUF_PHASES,
+                   (int)ILIR_BUF_PHASES == CTXRT_BUF_PHASES &&
                    (int)ILIR_BUF_ARITY_END == CTXRT_BUF_ARITY_END,
                "ILIR and libctxrt buffer kinds differ");
 

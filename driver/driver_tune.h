@@ -13,6 +13,7 @@ typedef struct {
   const char *self;   /* this ctx binary (/proc/self/exe) */
   const char *model;  /* MODEL.ctx */
   const char *name;   /* the model's name */
+  const RaProgram *program;
   char dir[256];      /* the scratch directory */
   char *outputs[TUNE_MAX_OUTPUTS]; /* the .npy files a run writes (ref/, cand/) */
   int noutputs;

@@ -143,7 +143,7 @@ static void describe(const Search *S, const SchedPlan *p, char *out, size_t size
 static void write_sched(const Search *S, const SchedPlan *p, const char *path) {
   CtxBuf b;
   ctx_buf_init(&b);
-  sched_print(&b, S->T->name, p);
+  sched_print(&b, S->T->program, p);
   FILE *f = fopen(path, "w");
   if (f) {
     fputs(ctx_buf_str(&b), f);
@@ -313,7 +313,7 @@ static void write_result(Search *S, const SchedPlan *win, double win_ms, double 
     }
   CtxBuf b;
   ctx_buf_init(&b);
-  sched_print(&b, S->T->name, win);
+  sched_print(&b, S->T->program, win);
   const char *text = strchr(ctx_buf_str(&b), '\n'); /* after dump's own first line */
   fputs(text ? text + 1 : ctx_buf_str(&b), f);
   ctx_buf_free(&b);
@@ -404,7 +404,7 @@ int ctx_tune(CtxSession *s) {
     return 70;
   }
   self[n] = 0;
-  TuneCtx T = {.opts = o, .self = self, .model = o->files[0], .name = p->name};
+  TuneCtx T = {.opts = o, .self = self, .model = o->files[0], .name = p->name, .program = p};
   snprintf(T.dir, sizeof T.dir, "%s/ctx-tune-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
   if (!mkdtemp(T.dir)) {
     fprintf(stderr, "ctx: error: cannot make a scratch directory in /tmp\n");

@@ -137,7 +137,7 @@ IlirKernel *ctx_pipeline_kernel(CtxSession *s, const RaProgram *p) {
   if (s->opts.dump == DUMP_SCHEDULE) {
     CtxBuf b;
     ctx_buf_init(&b);
-    sched_print(&b, p->name, &plan);
+    sched_print(&b, p, &plan);
     fputs(ctx_buf_str(&b), s->out);
     ctx_buf_free(&b);
   }

@@ -123,9 +123,9 @@ bool sched_apply(CtxArena *arena, CtxDiag *diag, IlirKernel *k, SchedPlan *plan)
 
 /* ---- printing a schedule (sched_print.c) ------------------------------------------ */
 
-/* Prints the cpu schedule [plan] applies to [model] as a `.sched` file that,
+/* Prints the cpu schedule [plan] applies to [p] as a `.sched` file that,
  * given back with -s (and the same --disable), plans the same kernel. */
-void sched_print(CtxBuf *out, const char *model, const SchedPlan *plan);
+void sched_print(CtxBuf *out, const RaProgram *p, const SchedPlan *plan);
 
 /* Prints [d] (of [s]) in the form sched_check reads, without a newline. */
 void sched_print_directive(CtxBuf *out, const Schedule *s, const SchedDirective *d);

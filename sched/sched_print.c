@@ -23,7 +23,8 @@ static const char *verb_name(SchedVerb v) {
       [SCHED_HOIST_LOCAL] = "hoist_local", [SCHED_ALL_DEPS] = "all_deps",
       [SCHED_SHARE_WEIGHTS] = "share_weights", [SCHED_SPLIT] = "split", [SCHED_TILE] = "tile",
       [SCHED_REORDER] = "reorder", [SCHED_VECTORIZE] = "vectorize", [SCHED_UNROLL] = "unroll",
-      [SCHED_UNROLL_RECURSION] = "unroll_recursion", [SCHED_PARALLEL] = "parallel",
+      [SCHED_UNROLL_RECURSION] = "unroll_recursion",
+      [SCHED_REFACTOR_RECURSION] = "refactor_recursion", [SCHED_PARALLEL] = "parallel",
       [SCHED_PERSIST] = "persist", [SCHED_CACHE] = "cache", [SCHED_BIND] = "bind"};
   return names[v];
 }
@@ -36,7 +37,14 @@ static void names(CtxBuf *out, const char *const *xs, int n) {
 /* The arguments of [d] after its verb, as sched_check reads them. */
 static void print_args(CtxBuf *out, const Schedule *s, const SchedDirective *d) {
   switch (d->verb) {
-  case SCHED_SPECIALIZE: ctx_buf_puts(out, " leaf"); break;
+  case SCHED_SPECIALIZE:
+    if (d->naxes == 1 && strcmp(d->axes[0], "arity") == 0)
+      ctx_buf_printf(out, " n.%s == %ld",
+                     s->program->kind == SEMA_TREE ? "num_children" : "num_preds",
+                     d->factors[0]);
+    else
+      ctx_buf_puts(out, " leaf");
+    break;
   case SCHED_FUSE: case SCHED_HOIST: case SCHED_DENSE: case SCHED_HOIST_INVARIANT:
     for (int i = 0; i < d->nops; i++) ctx_buf_printf(out, "%s %s", i ? "," : "", d->ops[i]->name);
     break;
@@ -82,17 +90,17 @@ void sched_print_directive(CtxBuf *out, const Schedule *s, const SchedDirective 
 
 /* Does the CPU backend apply [d]? (sched_plan.c warns about the others.) */
 static bool cpu_applies(const SchedDirective *d) {
-  switch (d->verb) {
-  case SCHED_CACHE: case SCHED_BIND: case SCHED_UNROLL_RECURSION: return false;
-  case SCHED_PARALLEL: return d->naxes == 1 && strcmp(d->axes[0], "node") == 0;
-  default: return true;
-  }
+  return d->verb != SCHED_CACHE && d->verb != SCHED_BIND;
 }
 
-/* The default plan's passes as directives. */
-static void print_default(CtxBuf *out, const SchedPlan *plan) {
+/* The default plan's passes (or a plan made like it: ctx tune's) as
+ * directives. */
+static void print_default(CtxBuf *out, const RaProgram *p, const SchedPlan *plan) {
   ctx_buf_puts(out, "  dynamic_batch\n");
   if (plan->specialize_leaf) ctx_buf_puts(out, "  specialize leaf\n");
+  for (int i = 0; i < plan->narity; i++)
+    ctx_buf_printf(out, "  specialize n.%s == %ld\n",
+                   p->kind == SEMA_TREE ? "num_children" : "num_preds", plan->arity[i]);
   if (plan->hoist_invariant && plan->hoist_products) ctx_buf_puts(out, "  hoist\n");
   else if (plan->hoist_invariant) ctx_buf_puts(out, "  hoist_invariant\n");
   else if (plan->hoist_products) ctx_buf_puts(out, "  hoist_products\n");
@@ -104,11 +112,18 @@ static void print_default(CtxBuf *out, const SchedPlan *plan) {
   if (plan->fuse_epilogue) ctx_buf_puts(out, "  fuse\n");
   if (plan->share_weights) ctx_buf_puts(out, "  share_weights\n");
   if (plan->dense_scratch) ctx_buf_puts(out, "  dense\n");
-  ctx_buf_puts(out, "  parallel node\n  persist\n");
+  for (int i = 0; i < plan->nparallel; i++)
+    ctx_buf_printf(out, "  %s%sparallel %s\n", plan->parallel[i].op ? plan->parallel[i].op->name : "",
+                   plan->parallel[i].op ? ": " : "", plan->parallel[i].axis);
+  if (plan->refactor_recursion) ctx_buf_puts(out, "  refactor_recursion\n");
+  if (plan->unroll_recursion > 1)
+    ctx_buf_printf(out, "  unroll_recursion %d\n", plan->unroll_recursion);
+  ctx_buf_puts(out, "  persist\n");
 }
 
-void sched_print(CtxBuf *out, const char *model, const SchedPlan *plan) {
+void sched_print(CtxBuf *out, const RaProgram *p, const SchedPlan *plan) {
   const Schedule *s = plan->schedule;
+  const char *model = p->name;
   if (s)
     ctx_buf_printf(out, "# the schedule applied to %s (its file's cpu schedule)\n", model);
   else
@@ -117,7 +132,7 @@ void sched_print(CtxBuf *out, const char *model, const SchedPlan *plan) {
   if (!plan->interchange)
     ctx_buf_puts(out, "# compiled with --disable=interchange (a form, not a schedule choice)\n");
   ctx_buf_printf(out, "schedule %s for cpu {\n", model);
-  if (!s) print_default(out, plan);
+  if (!s) print_default(out, p, plan);
   for (int i = 0; s && i < s->ndirs; i++) {
     const SchedDirective *d = &s->dirs[i];
     ctx_buf_puts(out, cpu_applies(d) ? "  " : "  # not applied on the cpu: ");
