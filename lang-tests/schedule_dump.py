@@ -72,7 +72,12 @@ def main():
         cases.append((path, [], f"{m} default"))
         for opt in OPTS:
             cases.append((path, [f"--disable={opt}"], f"{m} --disable={opt}"))
-    for model, sched, flags in FILES:
+    files = list(FILES)
+    for sub in ("zoo", "recur"):  # the zoo's schedules the engines test runs
+        for sched in sorted(os.listdir(os.path.join(ROOT, "lang-tests/engines", sub))):
+            model = "examples/%s.ctx" % sched.split(".")[0]
+            files.append((model, "lang-tests/engines/%s/%s" % (sub, sched), []))
+    for model, sched, flags in files:
         cases.append((os.path.join(ROOT, model), flags + ["-s", os.path.join(ROOT, sched)],
                       f"{model} -s {sched}"))
     failed = 0
