@@ -47,6 +47,20 @@ static void set_nb(SchedPlan *p, int v) {
 }
 static int get_no(const SchedPlan *p) { return index_of(tile_outs, NTO, p->tile_outs); }
 static void set_no(SchedPlan *p, int v) { p->tile_outs = tile_outs[v]; }
+BOOL_KNOB(refactor, refactor_recursion)
+/* unroll_recursion: off (1), 2 or 3 levels per phase */
+static int get_unroll(const SchedPlan *p) { return p->unroll_recursion > 1 ? p->unroll_recursion - 1 : 0; }
+static void set_unroll(SchedPlan *p, int v) { p->unroll_recursion = v ? v + 1 : 0; }
+/* how the threads share the level products: codegen's choice per level, by
+ * nodes always, or by outputs (`parallel i`) always */
+static int get_share_by(const SchedPlan *p) {
+  return !p->nparallel ? 0 : strcmp(p->parallel[0].axis, "node") == 0 ? 1 : 2;
+}
+static void set_share_by(SchedPlan *p, int v) {
+  p->nparallel = v != 0;
+  p->parallel[0].op = NULL;
+  p->parallel[0].axis = v == 1 ? "node" : "i";
+}
 
 /* The tile's shape first: it matters most. */
 static const Knob knobs[] = {
@@ -55,6 +69,9 @@ static const Knob knobs[] = {
     {"hoist_local", 2, get_local, set_local},  {"all_deps", 2, get_deps, set_deps},
     {"hoist", 2, get_hoist, set_hoist},        {"dense", 2, get_dense, set_dense},
     {"specialize leaf", 2, get_spec, set_spec},
+    {"refactor_recursion", 2, get_refactor, set_refactor},
+    {"unroll_recursion", 3, get_unroll, set_unroll},
+    {"parallel", 3, get_share_by, set_share_by},
 };
 enum { NKNOBS = sizeof knobs / sizeof *knobs };
 
@@ -101,6 +118,8 @@ static Machine machine_of(const IlirKernel *k) {
 
 /* ---- candidates ------------------------------------------------------------------------- */
 
+enum { MAX_SKIPPED = 512 };
+
 typedef struct {
   SchedPlan plan;
   double ms;      /* median ms per batch; < 0: not measured (why) */
@@ -113,6 +132,8 @@ typedef struct {
   SchedPlan def;  /* the default plan */
   Cand *tried;
   int ntried, cap, pruned, wrong, failed;
+  SchedPlan skipped[MAX_SKIPPED]; /* pruned ones, not counted twice */
+  int nskipped;
   int best;       /* index into tried (-1: none) */
   double end;     /* when the budget ends (ctx_tune_now) */
   double each_s;  /* seconds per candidate so far */
@@ -133,10 +154,19 @@ static void describe(const Search *S, const SchedPlan *p, char *out, size_t size
   if (p->tile_nodes != d->tile_nodes || p->tile_outs != d->tile_outs)
     n += (size_t)snprintf(out + n, size - n, p->tile_nodes ? "tile %dx%d" : "no tile",
                           p->tile_nodes, p->tile_outs);
-  for (int k = 2; k < NKNOBS && n < size; k++)
-    if (knobs[k].get(p) != knobs[k].get(d))
-      n += (size_t)snprintf(out + n, size - n, "%s%c%s", n ? ", " : "",
-                            knobs[k].get(p) ? '+' : '-', knobs[k].name);
+  for (int k = 2; k < NKNOBS && n < size; k++) {
+    if (knobs[k].get(p) == knobs[k].get(d)) continue;
+    const char *sep = n ? ", " : "";
+    if (knobs[k].set == set_unroll)
+      n += (size_t)snprintf(out + n, size - n, "%sunroll_recursion %d", sep,
+                            p->unroll_recursion > 1 ? p->unroll_recursion : 1);
+    else if (knobs[k].set == set_share_by)
+      n += (size_t)snprintf(out + n, size - n, "%sparallel %s", sep,
+                            p->nparallel ? p->parallel[0].axis : "(codegen's choice)");
+    else
+      n += (size_t)snprintf(out + n, size - n, "%s%c%s", sep, knobs[k].get(p) ? '+' : '-',
+                            knobs[k].name);
+  }
   if (!n) snprintf(out, size, "the default");
 }
 
@@ -161,11 +191,29 @@ static void progress(const Search *S) {
   fflush(stderr);
 }
 
+/* Does the plan [p] schedule the model (sched_apply accepts it: a model
+ * without a product to refactor, say, does not take refactor_recursion)? */
+static bool legal(const Search *S, const SchedPlan *p) {
+  CtxArena *a = ctx_arena_new();
+  CtxDiag quiet;
+  ctx_diag_init(&quiet, NULL, NULL);
+  SchedPlan copy = *p;
+  IlirKernel *k = ilir_lower(a, &quiet, S->T->program);
+  bool ok = k && sched_apply(a, &quiet, k, &copy) && !quiet.errors;
+  ctx_arena_free(a);
+  return ok;
+}
+
 /* Measures [p] unless tried or pruned; returns its index in tried, or -1. */
 static int try_plan(Search *S, const SchedPlan *p) {
-  if (!same_plan(p, &S->def) && !worth_measuring(&S->m, p)) return S->pruned++, -1;
   for (int i = 0; i < S->ntried; i++)
     if (same_plan(&S->tried[i].plan, p)) return -1;
+  for (int i = 0; i < S->nskipped; i++)
+    if (same_plan(&S->skipped[i], p)) return -1;
+  if (!same_plan(p, &S->def) && (!worth_measuring(&S->m, p) || !legal(S, p))) {
+    if (S->nskipped < MAX_SKIPPED) S->skipped[S->nskipped++] = *p;
+    return S->pruned++, -1;
+  }
   if (S->ntried == S->cap) {
     S->cap = S->cap ? 2 * S->cap : 64;
     S->tried = realloc(S->tried, (size_t)S->cap * sizeof *S->tried);
@@ -287,8 +335,8 @@ static void write_result(Search *S, const SchedPlan *win, double win_ms, double 
   fprintf(f, " --budget %g --search-seed %llu\n", o->tune.budget_s,
           (unsigned long long)o->tune.seed);
   fprintf(f, "# %d candidates measured (%d failed, %d gave outputs other than the "
-             "interpreter's), %d left out by the cost model (tiles codegen would shrink, "
-             "or wider than every product)\n",
+             "interpreter's), %d left out before measuring (tiles codegen would shrink "
+             "or wider than every product, plans the model does not take)\n",
           S->ntried, S->failed, S->wrong, S->pruned);
   fprintf(f, "# median ms per batch (ctx run --time --repeat %ld), confirmed in alternating "
              "runs: default %.4f, this schedule %.4f (%.2fx)\n",
