@@ -574,7 +574,11 @@ static LLVMValueRef plus(CgEmit *E, LLVMValueRef x, long c) {
  * } } — a loop per epilogue, innermost, so each vectorizes as it would have
  * in a node loop of its own; over a tile's nb rows LLVM unrolls the t loop.
  * Emitted once per tile shape (after the loop of single rows, once for all
- * of them), not per row, to keep the code small. */
+ * of them), not per row, to keep the code small. Each j2 runs over [0,
+ * count), a constant trip count, at output i0 + j2: LLVM then vectorizes it
+ * without runtime checks, remainder and epilogue loops, which it made for
+ * [i0, i0 + count) (treelstm's kernel: 5,765 -> 4,534 lines of optimized
+ * IR; B = 10 about 5% faster in alternating runs on a loaded machine). */
 static void emit_epilogues(CgEmit *E, const CgTile *T, LLVMValueRef lo, LLVMValueRef hi,
                            LLVMValueRef i0, long count) {
   CgLoop Lt, L;
@@ -582,8 +586,9 @@ static void emit_epilogues(CgEmit *E, const CgTile *T, LLVMValueRef lo, LLVMValu
   if (!bind_var(E, T->nodes->var, Lt.iv)) return;
   for (int e = T->nprod; e < T->nodes->body.n && !E->failed; e++) {
     const IlirStmt *lp = T->nodes->body.stmts[e];
-    loop_open(E, &L, i0, plus(E, i0, count), "epi");
-    if (bind_var(E, lp->var, L.iv)) emit_store(E, lp->body.stmts[0]);
+    loop_open(E, &L, const_i64(E, 0), const_i64(E, count), "epi");
+    if (bind_var(E, lp->var, LLVMBuildNSWAdd(E->b, i0, L.iv, "")))
+      emit_store(E, lp->body.stmts[0]);
     loop_close(E, &L);
     E->vars[lp->var->id] = NULL;
   }
