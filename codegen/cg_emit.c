@@ -494,7 +494,14 @@ static void emit_loop(CgEmit *E, const IlirStmt *s) {
     return;
   }
   LLVMValueRef lo = emit_expr(E, s->lo), hi = emit_expr(E, s->hi);
-  if (s->loop == ILIR_LOOP_NODES || s->loop == ILIR_LOOP_PARALLEL) thread_share(E, &lo, &hi);
+  if (s->loop == ILIR_LOOP_NODES && s->team_lo) { /* this thread's share of the level, in [lo, hi) */
+    LLVMValueRef tlo = emit_expr(E, s->team_lo), thi = emit_expr(E, s->team_hi);
+    thread_share(E, &tlo, &thi);
+    lo = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSGT, tlo, lo, ""), tlo, lo, "");
+    hi = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSLT, thi, hi, ""), thi, hi, "");
+  } else if (s->loop == ILIR_LOOP_NODES || s->loop == ILIR_LOOP_PARALLEL) {
+    thread_share(E, &lo, &hi);
+  }
   CgLoop L;
   loop_open(E, &L, lo, hi, var_name(s->var));
   E->levels += s->loop == ILIR_LOOP_LEVELS;

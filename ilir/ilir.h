@@ -199,6 +199,13 @@ struct IlirStmt {
    * by nodes; OUTPUTS always by outputs (every thread all the nodes, a share
    * of the output blocks). */
   IlirShare share;
+  /* A NODES loop over part of a level (a schedule's arity groups,
+   * sched_spec.c): [team_lo, team_hi) is the whole level, whose share a
+   * thread takes (as of any NODES loop over it) and runs the part of it in
+   * [lo, hi) — so every node stays on the thread that runs it in the loops
+   * over the whole level, and no barrier is needed between them. NULL: the
+   * loop's own range. */
+  IlirExpr *team_lo, *team_hi;
   /* STORE */
   int buf;
   IlirExpr *index, *value;

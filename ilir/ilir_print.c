@@ -90,6 +90,13 @@ static void print_block(CtxBuf *out, const IlirKernel *k, const IlirBlock *b, in
       ctx_buf_puts(out, ", ");
       print_expr(out, k, s->hi);
       ctx_buf_putc(out, ')');
+      if (s->team_lo) { /* the level whose thread shares it cuts from */
+        ctx_buf_puts(out, " of [");
+        print_expr(out, k, s->team_lo);
+        ctx_buf_puts(out, ", ");
+        print_expr(out, k, s->team_hi);
+        ctx_buf_putc(out, ')');
+      }
       if (s->tile_nodes)
         ctx_buf_printf(out, " register tile %d x %d", s->tile_nodes, s->tile_outs);
       if (s->tile_nodes && s->share)

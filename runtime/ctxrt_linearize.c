@@ -414,7 +414,7 @@ CtxrtStatus ctxrt_linear_set_groups(CtxrtLinear *lin, const int32_t *arity, int3
                           (int)arity[g]);
   make_empty(lin);
   lin->num_groups = n;
-  memcpy(lin->group_arity, arity, (size_t)n * sizeof *arity);
+  if (n) memcpy(lin->group_arity, arity, (size_t)n * sizeof *arity);
   if (!carve(lin, 0, 0)) return ctxrt__nomem(err, NULL);
   return CTXRT_OK;
 }

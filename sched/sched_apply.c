@@ -732,13 +732,13 @@ bool sched_apply(CtxArena *arena, CtxDiag *diag, IlirKernel *k, SchedPlan *plan)
   if (plan->hoist_products) hoist_products(arena, k);
   if (plan->refactor_recursion && !sched_refactor_recursion(arena, diag, k, plan)) return false;
   if (plan->hoist_local) sched_hoist_local(arena, k);
-  sched_specialize_arity(arena, k, plan);
   if (plan->all_deps) sched_all_deps(arena, k);
   if (plan->schedule && !sched_schedule_loops(arena, diag, k, plan)) return false;
   if (plan->tile_nodes > 0 && plan->tile_outs > 0) register_tile(arena, k, plan);
   if (plan->fuse_epilogue) fuse_block(arena, k, &k->body);
   if (plan->share_weights) sched_share_weights(arena, k);
   if (plan->nparallel && !sched_schedule_shares(arena, diag, k, plan)) return false;
+  sched_specialize_arity(arena, k, plan);
   if (plan->interchange) ilir_interchange(arena, k);
   if (plan->dense_scratch) dense_scratch(arena, k, plan);
   sched_unroll_recursion(arena, k, plan->unroll_recursion);
