@@ -254,24 +254,6 @@ static bool recursion_directive(CtxDiag *diag, const Schedule *s, int i, SchedPl
   return true;
 }
 
-/* unroll_recursion's phases are sound for the share of a whole level that
- * every node loop gives a thread (runtime/ctxrt_phases.c); the loops of
- * `specialize n.num_children == K` share each arity group of a level on its
- * own, so a node's thread there is another. */
-static void refuse_phases_of_groups(CtxDiag *diag, const Schedule *s) {
-  const SchedDirective *unroll = NULL, *spec = NULL;
-  for (int i = 0; i < s->ndirs; i++) {
-    const SchedDirective *d = &s->dirs[i];
-    if (d->verb == SCHED_UNROLL_RECURSION) unroll = d;
-    if (d->verb == SCHED_SPECIALIZE && !spec && d->naxes == 1 && strcmp(d->axes[0], "arity") == 0)
-      spec = d;
-  }
-  ctx_diag_error(diag, unroll->span, "unroll_recursion cannot run phases over levels split "
-                 "by arity: each group of 'specialize n.num_children == K' shares its nodes "
-                 "among the threads on its own, so a node's children may have another thread");
-  ctx_diag_note(diag, spec->span, "the arity is specialized here");
-}
-
 SchedPlan sched_schedule_plan(CtxDiag *diag, const Schedule *s, unsigned disabled) {
   SchedPlan plan;
   memset(&plan, 0, sizeof plan);
@@ -330,8 +312,6 @@ SchedPlan sched_schedule_plan(CtxDiag *diag, const Schedule *s, unsigned disable
     default: break; /* the loop directives: sched_schedule_loops */
     }
   }
-  if (plan.unroll_recursion > 1 && plan.narity) refuse_phases_of_groups(diag, s);
-  plan.failed |= plan.unroll_recursion > 1 && plan.narity;
   return plan;
 }
 
