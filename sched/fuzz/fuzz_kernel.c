@@ -12,8 +12,27 @@
 #include "sched/sched.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
+
+/* --dump=schedule's promise: the schedule a kernel was compiled with, printed,
+ * checks and plans again without an error. */
+static void reprint(CtxArena *arena, CtxSources *srcs, const RaProgram *p, const SchedPlan *plan) {
+  CtxBuf b;
+  ctx_buf_init(&b);
+  sched_print(&b, p, plan);
+  CtxDiag diag;
+  ctx_diag_init(&diag, srcs, NULL);
+  int id = ctx_sources_add(srcs, "dump.sched", ctx_buf_str(&b), strlen(ctx_buf_str(&b)));
+  AstFile *f = ast_parse(arena, &diag, id);
+  const Schedule *again = NULL;
+  for (int i = 0; diag.errors == 0 && !again && i < f->nitems; i++)
+    if (f->items[i]->kind == AST_SCHEDULE) again = sched_check(arena, &diag, f->items[i], p);
+  if (again) sched_schedule_plan(&diag, again, 0);
+  if (!again || diag.errors) abort();
+  ctx_buf_free(&b);
+}
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
   if (size == 0) return 0;
@@ -37,7 +56,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
     }
   if (k) {
     SchedPlan plan = sch ? sched_schedule_plan(&diag, sch, disabled) : sched_default_plan(disabled);
-    sched_apply(arena, &diag, k, &plan);
+    if (sched_apply(arena, &diag, k, &plan) && diag.errors == 0) reprint(arena, &srcs, p, &plan);
   }
   if (diag.ice) abort(); /* a valid model the compiler could not compile */
   ctx_arena_free(arena);
