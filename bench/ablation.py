@@ -76,7 +76,12 @@ def configs(a, ctx, mctx, dims, work, label, tuned):
         with open(path, "w") as f:
             f.write(dump.replace("  persist\n", "  persist\n  %s\n" % directive))
         rc, _, err = sh([ctx, "check", mctx] + dims + [path])
-        out.append((name, ["-s", path] if rc == 0 and "not applied" not in err else None))
+        if "not applied" in err or "unknown" in err:
+            out.append((name, None))       # ctx does not have the primitive
+        elif rc != 0:
+            out.append((name, "model"))    # the model does not take it (an error says why)
+        else:
+            out.append((name, ["-s", path]))
     if tuned:
         out.append(("tuned", ["-s", tuned]))
     return out
@@ -107,12 +112,11 @@ def run_model(a, ctx, data, work, row):
         tuned, line = (None, None) if a.no_tune else tune(a, ctx, mctx, dims, common, batch,
                                                           work, label)
         cfgs = configs(a, ctx, mctx, dims, work, label, tuned)
-        times = {name: [] for name, extra in cfgs if extra is not None}
+        runnable = [(n, e) for n, e in cfgs if isinstance(e, list)]
+        times = {name: [] for name, _ in runnable}
         checks = {}
         for rnd in range(a.rounds):
-            for name, extra in cfgs:
-                if extra is None:
-                    continue
+            for name, extra in runnable:
                 got = os.path.join(work, "got.npy")
                 cmd = ["taskset", "-c", a.cpu, ctx, "run", mctx] + dims + common + extra + [
                     "--batch", str(batch), "--threads", "1", "--time", "--repeat",
@@ -127,7 +131,8 @@ def run_model(a, ctx, data, work, row):
                     checks[name] = check(got, ref) if rc == 0 else "failed"
         med = {n: float(np.median(t)) for n, t in times.items() if t}
         results.append({"model": label, "batch": batch, "median_ms": med, "checks": checks,
-                        "unavailable": [n for n, e in cfgs if e is None], "tune": line})
+                        "unavailable": [n for n, e in cfgs if e is None],
+                        "not_for_model": [n for n, e in cfgs if e == "model"], "tune": line})
         sys.stderr.write("ablation: %s B=%d done\n" % (label, batch))
     return results
 
@@ -135,7 +140,7 @@ def run_model(a, ctx, data, work, row):
 def print_table(results, rounds):
     names = []
     for r in results:
-        for n in list(r["median_ms"]) + r["unavailable"]:
+        for n in list(r["median_ms"]) + r["unavailable"] + r["not_for_model"]:
             if n != "default" and n not in names:
                 names.append(n)
     print("| model | B | default ms | " + " | ".join(names) + " |")
@@ -146,6 +151,8 @@ def print_table(results, rounds):
         for n in names:
             if n in r["unavailable"]:
                 cells.append("n/a")
+            elif n in r["not_for_model"]:
+                cells.append("—")
             elif n in r["median_ms"] and d:
                 bad = r["checks"].get(n, "ok") != "ok"
                 cells.append("%.2f%s" % (r["median_ms"][n] / d, " ✗" if bad else ""))
@@ -157,7 +164,7 @@ def print_table(results, rounds):
     print("latency over the default's (median per batch, %d alternating rounds, one thread "
           "pinned; > 1: slower); -PASS: --disable=PASS; tuned: ctx tune's schedule; ✗: "
           "outputs not within 1e-4 + 1e-4|x| of the interpreter's; n/a: ctx does not have "
-          "the primitive" % rounds)
+          "the primitive; —: the model does not take it (ctx check says why)" % rounds)
 
 
 def main():
