@@ -83,7 +83,7 @@ typedef struct {
 } Machine;
 
 /* Would codegen build the register tile [p] asks for? A tile needing more
- * accumulators than the vector registers hold is shrunk (cg_emit.c,
+ * accumulators than the vector registers hold is shrunk (cg_tile.c,
  * tile_vectors) to one that is tried anyway, and outputs beyond the widest
  * product change nothing: neither is worth a measurement. */
 static bool worth_measuring(const Machine *m, const SchedPlan *p) {

@@ -18,7 +18,7 @@
  *     is disjoint from every other's).
  *
  * A level whose register tile runs split by outputs has barriers of its own
- * around the tile (codegen/cg_emit.c, split_by_outputs), so it needs nothing
+ * around the tile (codegen/cg_tile.c, split_by_outputs), so it needs nothing
  * here. The decision is greedy: a phase grows while it has fewer than K
  * levels and the next level satisfies both rules; every thread reads the
  * same array, so all meet the same barriers. On one thread every phase is K

@@ -9,7 +9,7 @@
  *
  * so every level reads P twice. Merged, the tile computes both products
  * (ilir.h allows ILIR_TILE_MAX_PRODUCTS) and codegen loads each row of P
- * once for both (codegen/cg_emit.c, streams) — for a level of a few nodes,
+ * once for both (codegen/cg_tile.c, streams) — for a level of a few nodes,
  * whose time is the weights' bandwidth, that is a fifth less to read:
  *
  *   for n in level register tile { for i { mm2 = .. }; for i { mm3 = .. }; EPI2; EPI3 }

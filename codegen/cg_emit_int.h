@@ -1,0 +1,65 @@
+/* cg_emit_int.h — what the emitter's files share (cg_emit.c: the kernel
+ * and its statements; cg_tile.c: register-tiled products). Private to
+ * codegen/. */
+#ifndef CTX_CG_EMIT_INT_H
+#define CTX_CG_EMIT_INT_H
+
+#include "codegen/cg_int.h"
+#include "codegen/cg_target.h"
+
+typedef struct {
+  LLVMContextRef ctx;
+  LLVMModuleRef mod;
+  LLVMBuilderRef b;
+  LLVMValueRef fn; /* the body function */
+  LLVMTypeRef i1, i32, i64, f32, ptr, barrier_ty;
+  LLVMValueRef *bufs; /* [k->nbufs]: the body's buffer parameters */
+  LLVMValueRef *vars; /* [k->nvars]: the value of each variable in scope */
+  LLVMValueRef args[2]; /* num_nodes, num_levels */
+  LLVMValueRef tid, nthreads, barrier, barrier_ctx; /* the team (codegen.h) */
+  const IlirKernel *k;
+  const CgTarget *tgt; /* what differs between targets (cg_target.h) */
+  CtxDiag *diag;
+  int vec_floats, vec_regs; /* the host's vector width in floats and register count */
+  int levels; /* LEVELS loops open around the builder's position */
+  const CgProfile *prof;    /* NULL: no instrumentation (codegen.h, "profiling") */
+  LLVMValueRef prof_counters;
+  bool failed;
+} CgEmit;
+
+/* An open loop: for iv in [lo, hi). */
+typedef struct {
+  LLVMBasicBlockRef pre, header, body, exit;
+  LLVMValueRef lo, iv;
+} CgLoop;
+
+/* An internal compiler error about [what] ([kind]); a value of [type] to go on with. */
+LLVMValueRef cg_fail(CgEmit *E, LLVMTypeRef type, const char *what, int kind);
+LLVMBasicBlockRef cg_new_block(CgEmit *E, const char *name);
+LLVMValueRef cg_const_i64(CgEmit *E, long v);
+
+/* Opens the loop [L] for iv in [lo, hi) at the builder; cg_loop_close_by
+ * steps it by [step], closes it and leaves the builder after it (returns the
+ * last body block). */
+void cg_loop_open(CgEmit *E, CgLoop *L, LLVMValueRef lo, LLVMValueRef hi, const char *name);
+LLVMBasicBlockRef cg_loop_close_by(CgEmit *E, CgLoop *L, long step);
+LLVMBasicBlockRef cg_loop_close(CgEmit *E, CgLoop *L);
+
+/* [v] takes the value [val] in what is emitted next; false after an ICE. */
+bool cg_bind_var(CgEmit *E, const IlirVar *v, LLVMValueRef val);
+
+LLVMValueRef cg_emit_expr(CgEmit *E, const IlirExpr *e);
+void cg_emit_store(CgEmit *E, const IlirStmt *s);
+
+/* This thread's contiguous share of the node range [*lo, *hi). */
+void cg_thread_share(CgEmit *E, LLVMValueRef *lo, LLVMValueRef *hi);
+/* A barrier of the team, unless [skip] (NULL: never skipped). */
+void cg_emit_barrier(CgEmit *E, LLVMValueRef skip);
+
+/* The panel width of a PACKED copy (ilir.h, PACKED-PANELS). */
+long cg_pack_panel(const IlirPack *pk);
+
+/* The register-tiled product [s] (cg_tile.c). */
+void cg_emit_tiled(CgEmit *E, const IlirStmt *s);
+
+#endif
