@@ -13,7 +13,8 @@ outputs are checked against `ctx run --interp` on the same input. The table
 gives each configuration's latency over the default's (> 1: slower without
 it, or with it).
 
-Usage: bench/ablation.sh [--quick] [--only MODEL] [--budget S] [--no-tune]
+Usage: bench/ablation.sh [--quick] [--only MODEL] [--budget S] [--no-tune] [--batches 1,10]
+                         [--no-passes]
 """
 import argparse
 import json
@@ -69,7 +70,7 @@ def check(got, ref):
 def configs(a, ctx, mctx, dims, work, label, tuned):
     """(name, extra ctx run args) for every configuration of one model."""
     out = [("default", [])]
-    out += [("-" + p, ["--disable=" + p]) for p in PASSES]
+    out += [("-" + p, ["--disable=" + p]) for p in (PASSES if not a.no_passes else [])]
     _, dump, _ = sh([ctx, "check", "--dump=schedule", mctx] + dims)
     for name, directive in PRIMS:
         path = os.path.join(work, "%s.%s.sched" % (label, name.replace(" ", "")))
@@ -177,10 +178,13 @@ def main():
     ap.add_argument("--no-tune", action="store_true")
     ap.add_argument("--cpu", default=str(os.cpu_count() - 1))
     ap.add_argument("--json")
+    ap.add_argument("--batches", default="1,10", help="batch sizes, e.g. 10 or 1,10")
+    ap.add_argument("--no-passes", action="store_true",
+                    help="leave out the columns of the default passes turned off")
     a = ap.parse_args()
     count = 30 if a.quick else 100
     a.rounds, a.repeat = (3, 3) if a.quick else (5, 5)
-    a.batches = [1, 10]
+    a.batches = [int(b) for b in a.batches.split(",")]
     data = os.path.join(a.work, "data-%d" % count)
     os.makedirs(data, exist_ok=True)
     if not os.path.exists(os.path.join(data, "seq.nodes")):
