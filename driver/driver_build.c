@@ -14,10 +14,11 @@
  * NAME is the model's name or --name's; every generated symbol starts with
  * NAME_ (the kernel's is ctx_NAME_kernel), so libraries of one model built
  * with different dims and names link into one program. --cpu picks the CPU
- * the kernel is compiled for (cg_emit_object_cpu). Exit
- * codes: 2 for a bad command line or an output directory that cannot be
- * made, 1 for errors in the model, 70 when LLVM, the C compiler or ar fails
- * (their messages are passed on).
+ * the kernel is compiled for (cg_emit_object_cpu); libctxrt.a and ctxrt.h
+ * are ctx_build_runtime's (the ones installed with this ctx). Exit codes: 2
+ * for a bad command line or an output directory that cannot be made, 1 for
+ * errors in the model, 70 when LLVM, the C compiler or ar fails (their
+ * messages are passed on) or no runtime is found.
  */
 /* realpath is an XSI extension in glibc: strict C11 hides it. */
 #define _XOPEN_SOURCE 700
