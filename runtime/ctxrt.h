@@ -664,7 +664,7 @@ typedef enum CtxrtBufKind {
                                   l, 0 where level l + 1 runs in the same phase
                                   (unroll_recursion: phases of up to [size] levels,
                                   decided per batch for the team's thread count;
-                                  runtime/ctxrt_phases.c says when that is sound) */
+                                  runtime/ctxrt_linearize.c, "phases", says when that is sound) */
 } CtxrtBufKind;
 
 typedef struct CtxrtModelBuf {

@@ -7,7 +7,7 @@
  * waiting for the team. Which levels may share a phase depends on the batch
  * and the thread count, so the kernel gets a PHASES buffer (ilir.h) that the
  * runtime fills per batch from exactly the rule codegen shares a level's
- * nodes by (runtime/ctxrt_phases.c), and codegen leaves out the barrier
+ * nodes by (runtime/ctxrt_linearize.c, "phases"), and codegen leaves out the barrier
  * after level l where phases[l] is 0. The pass only adds the buffer; the
  * dump shows it and the levels loops' conditional barrier.
  *
