@@ -686,7 +686,7 @@ typedef enum CtxrtBufKind {
                                   l, 0 where level l + 1 runs in the same phase
                                   (unroll_recursion: phases of up to [size] levels,
                                   decided per batch for the team's thread count;
-                                  runtime/ctxrt_phases.c says when that is sound) */
+                                  runtime/ctxrt_linearize.c, "phases", says when that is sound) */
   CTXRT_BUF_ARITY_END = 12,    /* i32[num_levels]: the end of each level's group of
                                   nodes with exactly [size] dependencies (the
                                   linearizer's groups, ctxrt_linear_set_groups: one

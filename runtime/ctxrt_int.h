@@ -176,8 +176,8 @@ void ctxrt__team_run(CtxrtTeam *team, CtxrtKernelFn kernel, void *const *bufs,
                      int64_t num_nodes, int64_t num_levels);
 
 /* The phases of [lin] on [nthreads] threads under unroll_recursion
- * [max_levels] (ctxrt_phases.c): barrier[l] = 1 where a barrier must follow
- * level l, 0 where level l + 1 runs in the same phase ([num_levels] entries). */
+ * [max_levels] (ctxrt_linearize.c, "phases"): barrier[l] = 1 where a barrier must follow
+ * level l, 0 where level l + 1 runs in the same phase ([num_levels] entries); ctxrt_linearize.c. */
 void ctxrt__phases(const CtxrtLinear *lin, int32_t nthreads, int32_t max_levels,
                    int32_t *barrier);
 

@@ -76,8 +76,12 @@ static void cuda_directive(CtxDiag *diag, const SchedDirective *d, SchedPlan *pl
                                       "is not a directive of it");
     }
     break;
-  case SCHED_TILE: case SCHED_FUSE: case SCHED_SHARE_WEIGHTS: case SCHED_PARALLEL:
   case SCHED_UNROLL_RECURSION: case SCHED_REFACTOR_RECURSION:
+    ctx_diag_warning(diag, d->span, "not applied: the cuda backend runs the levels one at a "
+                                    "time with a grid barrier between them (the recursion "
+                                    "primitives are cpu directives for now)");
+    break;
+  case SCHED_TILE: case SCHED_FUSE: case SCHED_SHARE_WEIGHTS: case SCHED_PARALLEL:
     ctx_diag_warning(diag, d->span, "not applied: the cuda backend shares a level's nodes "
                                     "among blocks and their rows among threads (bind)");
     break;

@@ -7,7 +7,7 @@
  * waiting for the team. Which levels may share a phase depends on the batch
  * and the thread count, so the kernel gets a PHASES buffer (ilir.h) that the
  * runtime fills per batch from exactly the rule codegen shares a level's
- * nodes by (runtime/ctxrt_phases.c), and codegen leaves out the barrier
+ * nodes by (runtime/ctxrt_linearize.c, "phases"), and codegen leaves out the barrier
  * after level l where phases[l] is 0. The pass only adds the buffer; the
  * dump shows it and the levels loops' conditional barrier.
  *
@@ -211,6 +211,27 @@ static int expand_terms(Refactor *R, IlirExpr *x, const IlirVar *r, IlirExpr **t
   return out;
 }
 
+/* Term [l] of the sum a product over [r] multiplies with its weight (at the
+ * output loop [out]): a dependency's result row, or a sum over the
+ * dependencies of one (*over, childsum's s); its row into [*p] and the
+ * dependency's id into [*dep]. */
+static bool term_form(const Refactor *R, const IlirExpr *l, const IlirVar *r, const Scope *out,
+                      Product *p, const IlirExpr **dep, const IlirExpr **over) {
+  int rs = 0;
+  *dep = *over = NULL;
+  if (l->kind == ILIR_REDUCE && l->op == ILIR_SUM && !ilir_uses(l->lo, r) &&
+      !ilir_uses(l->hi, r)) {
+    *over = l;
+    l = l->a;
+  }
+  if (l->kind != ILIR_LOAD || R->k->bufs[l->buf].kind != ILIR_BUF_RESULT ||
+      !dep_row(R, l->a, r, dep, &p->row, &p->roff, &rs) || rs != 1 || !*dep ||
+      ilir_uses(*dep, out->var))
+    return false;
+  p->res = l->buf;
+  return true;
+}
+
 /* The reduction [e] as a sum of reads of P, or NULL when it is not a
  * product of a weight with a sum of dependencies' result rows. */
 static IlirExpr *refactored(Refactor *R, IlirExpr *e) {
@@ -219,32 +240,17 @@ static IlirExpr *refactored(Refactor *R, IlirExpr *e) {
     return NULL;
   for (int side = 0; side < 2; side++) {
     IlirExpr *w = side ? e->a->a : e->a->b, *x = side ? e->a->b : e->a->a;
-    Product p = {0};
+    Product p = {0}, each[MAX_TERMS];
     const Scope *out;
     if (!weight_form(R, w, e->var, &p, &out)) continue;
     p.rows = e->hi->ival;
     IlirExpr *terms[MAX_TERMS];
+    const IlirExpr *deps[MAX_TERMS], *over[MAX_TERMS];
     int n = expand_terms(R, x, e->var, terms, MAX_TERMS, 0);
-    if (n > MAX_TERMS) continue;
-    const IlirExpr *deps[MAX_TERMS];
-    Product each[MAX_TERMS];
-    const IlirExpr *over[MAX_TERMS]; /* a sum over the dependencies (childsum's s) */
-    bool ok = true;
+    bool ok = n <= MAX_TERMS;
     for (int t = 0; t < n && ok; t++) {
-      const IlirExpr *l = terms[t];
-      int rs = 0;
       each[t] = p;
-      deps[t] = NULL;
-      over[t] = NULL;
-      if (l->kind == ILIR_REDUCE && l->op == ILIR_SUM && !ilir_uses(l->lo, e->var) &&
-          !ilir_uses(l->hi, e->var)) {
-        over[t] = l;
-        l = l->a;
-      }
-      ok = l->kind == ILIR_LOAD && R->k->bufs[l->buf].kind == ILIR_BUF_RESULT &&
-           dep_row(R, l->a, e->var, &deps[t], &each[t].row, &each[t].roff, &rs) && rs == 1 &&
-           deps[t] && !ilir_uses(deps[t], out->var);
-      each[t].res = ok ? l->buf : -1;
+      ok = term_form(R, terms[t], e->var, out, &each[t], &deps[t], &over[t]);
     }
     if (!ok) continue;
     IlirExpr *sum = NULL;
