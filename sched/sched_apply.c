@@ -5,7 +5,8 @@
  * that a plan turns on (sched_apply lists them in order; the default CPU
  * schedule turns on all of them; `--disable=NAME` turns one off).
  * Hoisting node-independent operators (hoist-invariant) is in
- * sched_invariant.c.
+ * sched_invariant.c; a schedule's arity groups (`specialize
+ * n.num_children == K`) in sched_spec.c, its `parallel` in sched_plan.c.
  *
  * Leaf specialization (specialize-leaf). A node is at level 0 exactly when
  * it has no dependencies (the linearizer's levels: 0 for a node without
