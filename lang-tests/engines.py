@@ -93,6 +93,9 @@ def recur_cases(root, tmp):
         configs = [["-s", x, "--threads", t] for x in scheds for t in threads]
         for spec in specs:
             cases.append((os.path.join(root, "examples", model + ".ctx"), dims, spec, configs))
+    return cases
+
+
 # The zoo under the schedules of lang-tests/engines/zoo/MODEL.*.sched (parallel
 # over an output axis, arity specialization) on 1, 2 and 3 threads, on inputs
 # whose nodes have mixed arities (so that every group's loop and the loop over
