@@ -135,8 +135,6 @@ static void specialize_leaf(CtxArena *a, IlirKernel *k) {
 
 enum { MAX_SCOPE = 64 };
 
-static bool offset_of(const IlirExpr *e, const IlirVar *i, const IlirVar *r, long *out);
-
 typedef struct {
   const IlirVar *var;
   long extent;    /* a loop over [0, extent), else 0 */
@@ -148,14 +146,9 @@ typedef struct {
   IlirKernel *k;
   Scope scope[MAX_SCOPE];
   int depth;
-  CtxVec made; /* Hoisted * */
+  CtxVec made; /* SchedProduct * */
 } Hoister;
 
-typedef struct {
-  int param, res, out; /* W's and res's buffers, P's */
-  IlirPack pack;       /* W's block as IlirPack describes it (rows R, cols I) */
-  long row, off;       /* S and off of res */
-} Hoisted;
 
 /* Does [e] read a variable that ranges over the dependencies? */
 static bool uses_dep_var(const Hoister *H, const IlirExpr *e) {
@@ -172,35 +165,10 @@ static bool result_row(const Hoister *H, const IlirExpr *idx, const IlirVar *r, 
   if (m->kind != ILIR_BINARY || m->op != ILIR_MUL || m->b->kind != ILIR_CONST ||
       m->a->kind != ILIR_LOAD || m->a->buf != H->k->dep_buf || !uses_dep_var(H, m->a))
     return false;
-  if (ilir_coef(at, r) != 1 || !offset_of(at, r, r, off)) return false;
+  if (ilir_coef(at, r) != 1 || !sched_offset_of(at, r, r, off)) return false;
   *row = m->b->ival;
   *dep = m->a;
   return true;
-}
-
-/* The P buffer for [h], added (with its producer, later) when new. */
-static int hoisted_buffer(Hoister *H, const Hoisted *h) {
-  for (int i = 0; i < H->made.len; i++) {
-    const Hoisted *o = H->made.items[i];
-    if (o->param == h->param && o->res == h->res && o->row == h->row && o->off == h->off &&
-        !memcmp(&o->pack, &h->pack, sizeof h->pack))
-      return o->out;
-  }
-  IlirKernel *k = H->k;
-  IlirBuf *bufs = CTX_NEW_ARRAY(H->a, IlirBuf, k->nbufs + 1);
-  memcpy(bufs, k->bufs, (size_t)k->nbufs * sizeof *bufs);
-  IlirBuf *b = &bufs[k->nbufs];
-  b->name = ctx_arena_printf(H->a, "%s.hoisted%d", k->bufs[h->param].name, H->made.len);
-  b->kind = ILIR_BUF_RESULT;
-  b->size = h->pack.cols;
-  b->index = k->bufs[h->res].index;
-  b->func = k->bufs[h->res].func;
-  k->bufs = bufs;
-  Hoisted *copy = CTX_NEW(H->a, Hoisted);
-  *copy = *h;
-  copy->out = k->nbufs++;
-  ctx_vec_push(H->a, &H->made, copy);
-  return copy->out;
 }
 
 /* [e] with its hoistable products replaced by reads of P. */
@@ -216,9 +184,9 @@ static IlirExpr *hoist_expr(Hoister *H, IlirExpr *e) {
         if (w->kind != ILIR_LOAD || H->k->bufs[w->buf].kind != ILIR_BUF_PARAM ||
             x->kind != ILIR_LOAD || H->k->bufs[x->buf].kind != ILIR_BUF_RESULT)
           continue;
-        Hoisted h = {w->buf, x->buf, -1, {0, 0, e->hi->ival, 0, 0}, 0, 0};
+        SchedProduct h = {.param = w->buf, .res = x->buf, .out = -1, .rows = e->hi->ival};
         IlirExpr *dep;
-        if (!result_row(H, x->a, e->var, &h.row, &h.off, &dep)) continue;
+        if (!result_row(H, x->a, e->var, &h.row, &h.roff, &dep)) continue;
         /* W[c + i * s + r]: exactly one enclosing output loop variable i */
         const Scope *out = NULL;
         bool ok = ilir_coef(w->a, e->var) == 1;
@@ -227,11 +195,11 @@ static IlirExpr *hoist_expr(Hoister *H, IlirExpr *e) {
           if (c == 0) continue;
           ok = !out && H->scope[d].extent > 0 && c > 0;
           out = &H->scope[d];
-          h.pack.stride = c;
+          h.stride = c;
         }
-        if (!ok || !out || !offset_of(w->a, out->var, e->var, &h.pack.off)) continue;
-        h.pack.cols = out->extent;
-        int p = hoisted_buffer(H, &h);
+        if (!ok || !out || !sched_offset_of(w->a, out->var, e->var, &h.off)) continue;
+        h.cols = out->extent;
+        int p = sched_product_buffer(H->a, H->k, &H->made, &h, "hoisted");
         IlirExpr *at = ilir_binary(H->a, ILIR_ADD,
                                    ilir_binary(H->a, ILIR_MUL, dep,
                                                ilir_const_i(H->a, out->extent)),
@@ -273,45 +241,67 @@ static void hoist_block(Hoister *H, IlirBlock *b) {
   }
 }
 
-/* for i in [0, I) { P[n * I + i] = sum(r in [0, R)) W[c + i * s + r] * res[n * S + off + r] } */
-static IlirStmt *producer(Hoister *H, const Hoisted *h, IlirVar *n) {
-  CtxArena *a = H->a;
-  IlirVar *i = ilir_new_var(a, H->k, "i"), *r = ilir_new_var(a, H->k, "r");
+/* The loop of [p] for node [n] (sched_int.h, SchedProduct). */
+static IlirStmt *product_loop(CtxArena *a, IlirKernel *k, const SchedProduct *p, IlirVar *n) {
+  IlirVar *i = ilir_new_var(a, k, "i"), *r = ilir_new_var(a, k, "r");
   IlirExpr *wi = ilir_binary(a, ILIR_ADD,
-                             ilir_binary(a, ILIR_ADD, ilir_const_i(a, h->pack.off),
+                             ilir_binary(a, ILIR_ADD, ilir_const_i(a, p->off),
                                          ilir_binary(a, ILIR_MUL, ilir_var(a, i),
-                                                     ilir_const_i(a, h->pack.stride))),
+                                                     ilir_const_i(a, p->stride))),
                              ilir_var(a, r));
   IlirExpr *xi = ilir_binary(a, ILIR_ADD,
-                             ilir_binary(a, ILIR_MUL, ilir_var(a, n), ilir_const_i(a, h->row)),
-                             ilir_binary(a, ILIR_ADD, ilir_const_i(a, h->off), ilir_var(a, r)));
-  IlirExpr *sum = ilir_reduce(a, ILIR_SUM, r, ilir_const_i(a, 0), ilir_const_i(a, h->pack.rows),
-                              ilir_binary(a, ILIR_MUL, ilir_load(a, H->k, h->param, wi),
-                                          ilir_load(a, H->k, h->res, xi)));
+                             ilir_binary(a, ILIR_MUL, ilir_var(a, n), ilir_const_i(a, p->row)),
+                             ilir_binary(a, ILIR_ADD, ilir_const_i(a, p->roff), ilir_var(a, r)));
+  IlirExpr *sum = ilir_reduce(a, ILIR_SUM, r, ilir_const_i(a, 0), ilir_const_i(a, p->rows),
+                              ilir_binary(a, ILIR_MUL, ilir_load(a, k, p->param, wi),
+                                          ilir_load(a, k, p->res, xi)));
   IlirExpr *at = ilir_binary(a, ILIR_ADD,
-                             ilir_binary(a, ILIR_MUL, ilir_var(a, n),
-                                         ilir_const_i(a, h->pack.cols)),
+                             ilir_binary(a, ILIR_MUL, ilir_var(a, n), ilir_const_i(a, p->cols)),
                              ilir_var(a, i));
-  return ilir_loop(a, i, ilir_const_i(a, 0), ilir_const_i(a, h->pack.cols), ILIR_LOOP_SERIAL,
-                   one(a, ilir_store(a, h->out, at, sum)));
+  return ilir_loop(a, i, ilir_const_i(a, 0), ilir_const_i(a, p->cols), ILIR_LOOP_SERIAL,
+                   one(a, ilir_store(a, p->out, at, sum)));
 }
 
-/* Appends every producer to the node loops of the level loops. */
-static void add_producers(Hoister *H) {
-  for (int i = 0; i < H->k->body.n; i++) {
-    IlirStmt *lv = H->k->body.stmts[i];
+void sched_add_products(CtxArena *a, IlirKernel *k, const CtxVec *made) {
+  for (int i = 0; i < k->body.n; i++) {
+    IlirStmt *lv = k->body.stmts[i];
     if (lv->kind != ILIR_LOOP || lv->loop != ILIR_LOOP_LEVELS) continue;
     for (int j = 0; j < lv->body.n; j++) {
       IlirStmt *nodes = lv->body.stmts[j];
       if (nodes->kind != ILIR_LOOP || nodes->loop != ILIR_LOOP_NODES) continue;
-      IlirStmt **all = CTX_NEW_ARRAY(H->a, IlirStmt *, nodes->body.n + H->made.len);
+      IlirStmt **all = CTX_NEW_ARRAY(a, IlirStmt *, nodes->body.n + made->len);
       memcpy(all, nodes->body.stmts, (size_t)nodes->body.n * sizeof *all);
-      for (int p = 0; p < H->made.len; p++)
-        all[nodes->body.n + p] = producer(H, H->made.items[p], nodes->var);
+      for (int p = 0; p < made->len; p++)
+        all[nodes->body.n + p] = product_loop(a, k, made->items[p], nodes->var);
       nodes->body.stmts = all;
-      nodes->body.n += H->made.len;
+      nodes->body.n += made->len;
     }
   }
+}
+
+int sched_product_buffer(CtxArena *a, IlirKernel *k, CtxVec *made, const SchedProduct *p,
+                         const char *suffix) {
+  for (int i = 0; i < made->len; i++) {
+    const SchedProduct *o = made->items[i];
+    if (o->param == p->param && o->res == p->res && o->off == p->off &&
+        o->stride == p->stride && o->rows == p->rows && o->cols == p->cols &&
+        o->row == p->row && o->roff == p->roff)
+      return o->out;
+  }
+  IlirBuf *bufs = CTX_NEW_ARRAY(a, IlirBuf, k->nbufs + 1);
+  memcpy(bufs, k->bufs, (size_t)k->nbufs * sizeof *bufs);
+  IlirBuf *b = &bufs[k->nbufs];
+  b->name = ctx_arena_printf(a, "%s.%s%d", k->bufs[p->param].name, suffix, made->len);
+  b->kind = ILIR_BUF_RESULT;
+  b->size = p->cols;
+  b->index = k->bufs[p->res].index;
+  b->func = k->bufs[p->res].func;
+  k->bufs = bufs;
+  SchedProduct *copy = CTX_NEW(a, SchedProduct);
+  *copy = *p;
+  copy->out = k->nbufs++;
+  ctx_vec_push(a, made, copy);
+  return copy->out;
 }
 
 static void hoist_products(CtxArena *a, IlirKernel *k) {
@@ -320,7 +310,7 @@ static void hoist_products(CtxArena *a, IlirKernel *k) {
   H.a = a;
   H.k = k;
   hoist_block(&H, &k->body);
-  if (H.made.len) add_producers(&H);
+  if (H.made.len) sched_add_products(a, k, &H.made);
 }
 
 /* ---- register tiling ----------------------------------------------------------------- */
@@ -332,15 +322,13 @@ typedef struct {
   int npacks; /* PACKED buffers added */
 } Tiler;
 
-/* The value of the index [e], linear in [i] and [r] with nothing else
- * variable, at i = r = 0; false when [e] is something else. */
-static bool offset_of(const IlirExpr *e, const IlirVar *i, const IlirVar *r, long *out) {
+bool sched_offset_of(const IlirExpr *e, const IlirVar *i, const IlirVar *r, long *out) {
   long x, y;
   switch (e->kind) {
   case ILIR_CONST: *out = e->ival; return true;
   case ILIR_VAR: *out = 0; return e->var == i || e->var == r;
   case ILIR_BINARY:
-    if (!offset_of(e->a, i, r, &x) || !offset_of(e->b, i, r, &y)) return false;
+    if (!sched_offset_of(e->a, i, r, &x) || !sched_offset_of(e->b, i, r, &y)) return false;
     if (e->op == ILIR_ADD) *out = x + y;
     else if (e->op == ILIR_SUB) *out = x - y;
     else if (e->op == ILIR_MUL) *out = x * y;
@@ -409,7 +397,7 @@ static bool tile_term(Tiler *T, IlirExpr *t, const IlirVar *n, const IlirVar *i,
     if (w->kind != ILIR_LOAD || T->k->bufs[w->buf].kind != ILIR_BUF_PARAM) continue;
     long stride = ilir_coef(w->a, i), off;
     if (ilir_uses(x, i) || ilir_reads(x, out) || ilir_uses(w->a, n) ||
-        ilir_coef(w->a, t->var) != 1 || stride < 0 || !offset_of(w->a, i, t->var, &off))
+        ilir_coef(w->a, t->var) != 1 || stride < 0 || !sched_offset_of(w->a, i, t->var, &off))
       continue;
     int nb, no;
     tile_shape(T->plan, out, &nb, &no);

@@ -34,6 +34,30 @@ void sched_hoist_invariant(CtxArena *a, IlirKernel *k, const bool *only);
 void sched_schedule_sets(CtxArena *a, const IlirKernel *k, SchedPlan *plan);
 bool sched_schedule_loops(CtxArena *a, CtxDiag *diag, IlirKernel *k, const SchedPlan *plan);
 
+/* A product with one dependency's result computed once per node, at the end
+ * of the node's level (hoist-products, refactor_recursion):
+ *   for i in [0, cols) { out[n * cols + i] = sum(r in [0, rows))
+ *                          param[off + i * stride + r] * res[n * row + roff + r] } */
+typedef struct {
+  int param, res, out; /* W's buffer, the results' buffer, P's */
+  long off, stride;    /* W[off + i * stride + r] */
+  long rows, cols;     /* R, I */
+  long row, roff;      /* res[m * row + roff + r] */
+} SchedProduct;
+
+/* [e]'s value with the variables [i] and [r] at 0, when [e] is a linear index
+ * of constants and those two variables only (sched_apply.c). */
+bool sched_offset_of(const IlirExpr *e, const IlirVar *i, const IlirVar *r, long *out);
+
+/* P's buffer for [p] (named W.SUFFIXn): one of [made] (SchedProduct *) with
+ * the same product, or a new RESULT buffer of [k], recorded in [made]. */
+int sched_product_buffer(CtxArena *a, IlirKernel *k, CtxVec *made, const SchedProduct *p,
+                         const char *suffix);
+
+/* Appends the loop computing each product of [made] to every node loop of
+ * [k]'s levels loops, after the node's other statements. */
+void sched_add_products(CtxArena *a, IlirKernel *k, const CtxVec *made);
+
 /* Is buffer [b] in [set] (one of plan's sets; NULL: every buffer)? Buffers
  * that passes add after the sets were made are in no set. */
 bool sched_in_set(const SchedPlan *plan, const bool *set, int b);

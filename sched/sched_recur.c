@@ -59,13 +59,6 @@ typedef struct {
   long extent; /* a loop over [0, extent), else 0 */
 } Scope;
 
-typedef struct {
-  int param, res, out; /* W's buffer, the results' buffer, P's */
-  long off, stride;    /* W[off + i * stride + r] */
-  long rows, cols;     /* R, I */
-  long row, roff;      /* res[m * row + roff + r] */
-} Product;
-
 /* The one store into a SCRATCH buffer, in a loop over [var], when there is
  * exactly one ([count]). */
 typedef struct {
@@ -80,28 +73,10 @@ typedef struct {
   Def *defs;         /* [k->nbufs] */
   Scope scope[MAX_SCOPE];
   int depth;
-  CtxVec made;       /* Product * */
+  CtxVec made;       /* SchedProduct * */
   int store_buf;     /* the store being rewritten */
   int nonlinear_buf; /* a store whose product reads dependencies otherwise, or -1 */
 } Refactor;
-
-/* [e] at every variable = 0 when it is a linear index of constants and the
- * variables [i] and [r] only. */
-static bool value_at_zero(const IlirExpr *e, const IlirVar *i, const IlirVar *r, long *out) {
-  long x, y;
-  switch (e->kind) {
-  case ILIR_CONST: *out = e->ival; return true;
-  case ILIR_VAR: *out = 0; return e->var == i || e->var == r;
-  case ILIR_BINARY:
-    if (!value_at_zero(e->a, i, r, &x) || !value_at_zero(e->b, i, r, &y)) return false;
-    if (e->op == ILIR_ADD) *out = x + y;
-    else if (e->op == ILIR_SUB) *out = x - y;
-    else if (e->op == ILIR_MUL) *out = x * y;
-    else return false;
-    return true;
-  default: return false;
-  }
-}
 
 /* Splits [idx] = dep * S + off + r (a sum in any order) into its parts;
  * [*dep] a load of the DEP buffer not reading r. */
@@ -126,7 +101,7 @@ static bool dep_row(const Refactor *R, const IlirExpr *idx, const IlirVar *r,
 
 /* The output loop of W's index [w] (exactly one enclosing loop variable over
  * a constant range, with a positive coefficient) into [*out]. */
-static bool weight_form(const Refactor *R, const IlirExpr *w, const IlirVar *r, Product *p,
+static bool weight_form(const Refactor *R, const IlirExpr *w, const IlirVar *r, SchedProduct *p,
                         const Scope **out) {
   if (w->kind != ILIR_LOAD || R->k->bufs[w->buf].kind != ILIR_BUF_PARAM ||
       ilir_coef(w->a, r) != 1)
@@ -139,37 +114,10 @@ static bool weight_form(const Refactor *R, const IlirExpr *w, const IlirVar *r, 
     *out = &R->scope[d];
     p->stride = c;
   }
-  if (!*out || !value_at_zero(w->a, (*out)->var, r, &p->off)) return false;
+  if (!*out || !sched_offset_of(w->a, (*out)->var, r, &p->off)) return false;
   p->param = w->buf;
   p->cols = (*out)->extent;
   return true;
-}
-
-/* P's buffer for [p], added when no earlier product has the same weights
- * and rows. */
-static int product_buffer(Refactor *R, const Product *p) {
-  for (int i = 0; i < R->made.len; i++) {
-    const Product *o = R->made.items[i];
-    if (o->param == p->param && o->res == p->res && o->off == p->off &&
-        o->stride == p->stride && o->rows == p->rows && o->cols == p->cols &&
-        o->row == p->row && o->roff == p->roff)
-      return o->out;
-  }
-  IlirKernel *k = R->k;
-  IlirBuf *bufs = CTX_NEW_ARRAY(R->a, IlirBuf, k->nbufs + 1);
-  memcpy(bufs, k->bufs, (size_t)k->nbufs * sizeof *bufs);
-  IlirBuf *b = &bufs[k->nbufs];
-  b->name = ctx_arena_printf(R->a, "%s.refactored%d", k->bufs[p->param].name, R->made.len);
-  b->kind = ILIR_BUF_RESULT;
-  b->size = p->cols;
-  b->index = k->bufs[p->res].index;
-  b->func = k->bufs[p->res].func;
-  k->bufs = bufs;
-  Product *copy = CTX_NEW(R->a, Product);
-  *copy = *p;
-  copy->out = k->nbufs++;
-  ctx_vec_push(R->a, &R->made, copy);
-  return copy->out;
 }
 
 static void find_defs(const IlirKernel *k, const IlirBlock *b, const IlirVar *var, Def *defs) {
@@ -216,7 +164,7 @@ static int expand_terms(Refactor *R, IlirExpr *x, const IlirVar *r, IlirExpr **t
  * dependencies of one (*over, childsum's s); its row into [*p] and the
  * dependency's id into [*dep]. */
 static bool term_form(const Refactor *R, const IlirExpr *l, const IlirVar *r, const Scope *out,
-                      Product *p, const IlirExpr **dep, const IlirExpr **over) {
+                      SchedProduct *p, const IlirExpr **dep, const IlirExpr **over) {
   int rs = 0;
   *dep = *over = NULL;
   if (l->kind == ILIR_REDUCE && l->op == ILIR_SUM && !ilir_uses(l->lo, r) &&
@@ -240,7 +188,7 @@ static IlirExpr *refactored(Refactor *R, IlirExpr *e) {
     return NULL;
   for (int side = 0; side < 2; side++) {
     IlirExpr *w = side ? e->a->a : e->a->b, *x = side ? e->a->b : e->a->a;
-    Product p = {0}, each[MAX_TERMS];
+    SchedProduct p = {0}, each[MAX_TERMS];
     const Scope *out;
     if (!weight_form(R, w, e->var, &p, &out)) continue;
     p.rows = e->hi->ival;
@@ -255,7 +203,7 @@ static IlirExpr *refactored(Refactor *R, IlirExpr *e) {
     if (!ok) continue;
     IlirExpr *sum = NULL;
     for (int t = 0; t < n; t++) {
-      int buf = product_buffer(R, &each[t]);
+      int buf = sched_product_buffer(R->a, R->k, &R->made, &each[t], "refactored");
       IlirExpr *at = ilir_binary(R->a, ILIR_ADD,
                                  ilir_binary(R->a, ILIR_MUL, (IlirExpr *)deps[t],
                                              ilir_const_i(R->a, p.cols)),
@@ -319,50 +267,6 @@ static void refactor_block(Refactor *R, IlirBlock *b) {
   }
 }
 
-/* for i in [0, I) { P[n * I + i] = sum(r in [0, R)) W[off + i * stride + r] * res[n * row + roff + r] } */
-static IlirStmt *producer(Refactor *R, const Product *p, IlirVar *n) {
-  CtxArena *a = R->a;
-  IlirVar *i = ilir_new_var(a, R->k, "i"), *r = ilir_new_var(a, R->k, "r");
-  IlirExpr *wi = ilir_binary(a, ILIR_ADD,
-                             ilir_binary(a, ILIR_ADD, ilir_const_i(a, p->off),
-                                         ilir_binary(a, ILIR_MUL, ilir_var(a, i),
-                                                     ilir_const_i(a, p->stride))),
-                             ilir_var(a, r));
-  IlirExpr *xi = ilir_binary(a, ILIR_ADD,
-                             ilir_binary(a, ILIR_MUL, ilir_var(a, n), ilir_const_i(a, p->row)),
-                             ilir_binary(a, ILIR_ADD, ilir_const_i(a, p->roff), ilir_var(a, r)));
-  IlirExpr *sum = ilir_reduce(a, ILIR_SUM, r, ilir_const_i(a, 0), ilir_const_i(a, p->rows),
-                              ilir_binary(a, ILIR_MUL, ilir_load(a, R->k, p->param, wi),
-                                          ilir_load(a, R->k, p->res, xi)));
-  IlirExpr *at = ilir_binary(a, ILIR_ADD,
-                             ilir_binary(a, ILIR_MUL, ilir_var(a, n), ilir_const_i(a, p->cols)),
-                             ilir_var(a, i));
-  IlirStmt *st = ilir_store(a, p->out, at, sum);
-  IlirStmt **body = CTX_NEW_ARRAY(a, IlirStmt *, 1);
-  body[0] = st;
-  return ilir_loop(a, i, ilir_const_i(a, 0), ilir_const_i(a, p->cols), ILIR_LOOP_SERIAL,
-                   (IlirBlock){body, 1});
-}
-
-/* Appends every producer to the node loops of the level loops: each node's
- * products right after its result. */
-static void add_producers(Refactor *R) {
-  for (int i = 0; i < R->k->body.n; i++) {
-    IlirStmt *lv = R->k->body.stmts[i];
-    if (lv->kind != ILIR_LOOP || lv->loop != ILIR_LOOP_LEVELS) continue;
-    for (int j = 0; j < lv->body.n; j++) {
-      IlirStmt *nodes = lv->body.stmts[j];
-      if (nodes->kind != ILIR_LOOP || nodes->loop != ILIR_LOOP_NODES) continue;
-      IlirStmt **all = CTX_NEW_ARRAY(R->a, IlirStmt *, nodes->body.n + R->made.len);
-      memcpy(all, nodes->body.stmts, (size_t)nodes->body.n * sizeof *all);
-      for (int p = 0; p < R->made.len; p++)
-        all[nodes->body.n + p] = producer(R, R->made.items[p], nodes->var);
-      nodes->body.stmts = all;
-      nodes->body.n += R->made.len;
-    }
-  }
-}
-
 /* The operator of the model that buffer [b] holds, or NULL. */
 static const RaOp *buf_op(const RaProgram *p, const IlirBuf *b) {
   for (int f = 0; p && f < p->nfuncs; f++)
@@ -408,7 +312,7 @@ bool sched_refactor_recursion(CtxArena *a, CtxDiag *diag, IlirKernel *k,
   find_defs(k, &k->body, NULL, R.defs);
   refactor_block(&R, &k->body);
   if (R.made.len) {
-    add_producers(&R);
+    sched_add_products(a, k, &R.made);
     return true;
   }
   const Schedule *s = plan->schedule;
