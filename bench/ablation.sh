@@ -5,11 +5,7 @@
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 "$ROOT/bench/setup.sh"
-CTX=${CTX:-$ROOT/build/driver/ctx}
-if [ ! -x "$CTX" ] || [ "${BENCH_REBUILD:-0}" = 1 ]; then
-  [ -f "$ROOT/build/CMakeCache.txt" ] || cmake -S "$ROOT" -B "$ROOT/build" >/dev/null
-  cmake --build "$ROOT/build" --target ctx -j"$(nproc)" >/dev/null
-fi
+. "$ROOT/bench/ctx.sh"
 mkdir -p "$ROOT/build-bench/ablation"
 exec /usr/bin/python3 "$ROOT/bench/ablation.py" --ctx "$CTX" \
   --work "$ROOT/build-bench/ablation" --json "$ROOT/build-bench/ablation/results.json" "$@"

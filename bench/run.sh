@@ -10,13 +10,7 @@
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 "$ROOT/bench/setup.sh"
-# ctx: the main build's binary; built (not reconfigured) when missing or when
-# BENCH_REBUILD=1. CTX overrides the binary.
-CTX=${CTX:-$ROOT/build/driver/ctx}
-if [ ! -x "$CTX" ] || [ "${BENCH_REBUILD:-0}" = 1 ]; then
-  [ -f "$ROOT/build/CMakeCache.txt" ] || cmake -S "$ROOT" -B "$ROOT/build" >/dev/null
-  cmake --build "$ROOT/build" --target ctx -j"$(nproc)" >/dev/null
-fi
+. "$ROOT/bench/ctx.sh"
 make -s -C "$ROOT/bench" OUT="$ROOT/build-bench"
 exec /usr/bin/python3 "$ROOT/bench/run.py" --ctx "$CTX" \
   --bin "$ROOT/build-bench" --work "$ROOT/build-bench/work" \

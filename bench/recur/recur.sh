@@ -31,28 +31,24 @@ case_args() { # case: model, -D flags, input
   esac
 }
 
-run_one() { # case variant threads extra...
-  set -- "$@"
+ctx_case() { # case variant threads, then ctx run's options; prints its output
   c=$1 v=$2 t=$3
   shift 3
-  set -- $(case_args "$c")
+  set -- $(case_args "$c") "$@"
   m=$1
   shift
   s=""
   [ "$v" != default ] && s="-s ${v#*:}"
   "$CTX" run "$ROOT/examples/$m.ctx" -D H=256 -D V=1000 "$@" $s --threads "$t" \
-    --repeat 5 --time --output /dev/null 2>/dev/null | sed -n 's/^time: median_ms=\([0-9.]*\).*/\1/p'
+    --output /dev/null 2>/dev/null
 }
 
-steps() { # case variant threads
-  c=$1 v=$2 t=$3
-  set -- $(case_args "$c")
-  m=$1
-  shift
-  s=""
-  [ "$v" != default ] && s="-s ${v#*:}"
-  "$CTX" run "$ROOT/examples/$m.ctx" -D H=256 -D V=1000 "$@" $s --threads "$t" \
-    --repeat 1 --profile --output /dev/null 2>/dev/null | sed -n 's/^steps: //p'
+run_one() { # case variant threads: the median ms per batch
+  ctx_case "$1" "$2" "$3" --repeat 5 --time | sed -n 's/^time: median_ms=\([0-9.]*\).*/\1/p'
+}
+
+steps() { # case variant threads: the profile's steps line
+  ctx_case "$1" "$2" "$3" --repeat 1 --profile | sed -n 's/^steps: //p'
 }
 
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
