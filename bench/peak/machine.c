@@ -6,8 +6,8 @@
  *    flight, more than FMA latency x FMA ports needs on any x86 core (4-5 cycles x
  *    2 ports = 10), and touches no memory.
  * 2. The theoretical peak beside it: lanes x 2 FLOPs x FMA ports x clock. The clock
- *    is measured with a chain of dependent integer adds (1 cycle each on every x86
- *    core since the P6), so it is the clock the core really ran at; the port count
+ *    is measured with a chain of dependent integer multiplies (3 cycles each on every
+ *    x86 core since the P6), so it is the clock the core really ran at; the port count
  *    comes from a table of the vendors' optimization manuals (fma_ports()).
  * 3. Read bandwidth of each cache level and of DRAM: a buffer of half the level's
  *    size (L1d, L2; the L3 is shared, a quarter of it), and one of 4x the L3 for DRAM,
@@ -106,18 +106,22 @@ static double fma_peak(int lanes, double secs) {
 
 /* ---- clock -------------------------------------------------------------------- */
 
-/* GHz from 2^19 x 8 dependent 1-cycle adds a round (~1 ms at 4 GHz). */
+/* GHz from 2^19 x 8 dependent 64-bit multiplies a round, 3 cycles each on every
+ * x86 core since the P6 (Intel's and AMD's optimization guides; ~3 ms at 4 GHz).
+ * Not adds of an immediate: newer Intel cores (Golden Cove on) fold chains of
+ * those at register renaming, and the clock measured 3x too high. */
 static double clock_ghz(double secs) {
   double best = 0, t_end = now_s() + secs;
   do {
-    long x = 0, n = 1 << 19, c = n;
+    long x = 1, one = 1, n = 1 << 19, c = n;
     double t0 = now_s();
     __asm__ volatile("1:\n\t"
-                     "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
-                     "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
+                     "imul %2, %0\n\timul %2, %0\n\timul %2, %0\n\timul %2, %0\n\t"
+                     "imul %2, %0\n\timul %2, %0\n\timul %2, %0\n\timul %2, %0\n\t"
                      "dec %1\n\tjnz 1b"
-                     : "+r"(x), "+r"(c));
-    double g = (double)n * 8 / (now_s() - t0) / 1e9;
+                     : "+r"(x), "+r"(c)
+                     : "r"(one));
+    double g = (double)n * 8 * 3 / (now_s() - t0) / 1e9;
     if (g > best) best = g;
   } while (now_s() < t_end);
   return best;
