@@ -39,7 +39,8 @@ MODELS = [  # label, model, dims, input file
     ("seqlstm", "seqlstm", ["-D", "H=256"], "seq.nodes"),
 ]
 PASSES = ["specialize-leaf", "register-tile", "share-weights", "fuse-epilogue", "all-deps",
-          "hoist-local", "hoist-products", "dense-scratch", "interchange", "vector-math"]
+          "hoist-local", "hoist-products", "direct-results", "dense-scratch", "interchange",
+          "vector-math"]
 # the recursion primitives, added to the default schedule (when ctx has them)
 PRIMS = [("unroll_recursion 1", "unroll_recursion 1"), ("unroll_recursion 2", "unroll_recursion 2"),
          ("unroll_recursion 3", "unroll_recursion 3"), ("refactor", "refactor_recursion")]

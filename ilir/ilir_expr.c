@@ -243,9 +243,21 @@ bool ilir_reads(const IlirExpr *e, int buf) {
          ilir_reads(e->lo, buf) || ilir_reads(e->hi, buf);
 }
 
+/* Does [e] read [buf] other than at a dependency's row (an index through
+ * dep[]: an earlier level, never a row the tile's level writes)? */
+static bool reads_own_rows(const IlirKernel *k, const IlirExpr *e, int buf) {
+  if (!e) return false;
+  if (e->kind == ILIR_LOAD && e->buf == buf && !ilir_reads(e->a, k->dep_buf)) return true;
+  return reads_own_rows(k, e->a, buf) || reads_own_rows(k, e->b, buf) ||
+         reads_own_rows(k, e->c, buf) || reads_own_rows(k, e->lo, buf) ||
+         reads_own_rows(k, e->hi, buf);
+}
+
 /* Is [t] a term sum(r in [0, R)) x * y[.. + r * RS + j] of a product tiled over
  * [row] and [j]: y's index moving by one element per j and not with [row], x
- * not reading j, neither reading the buffer [out]? */
+ * not reading j, neither reading the buffer [out] other than at dependencies'
+ * rows (direct-results: a node's matrix product into its result row, from its
+ * children's rows of it)? */
 static bool tiled_term(const IlirKernel *k, const IlirExpr *t, const IlirVar *row,
                        const IlirVar *j, int out) {
   if (t->kind != ILIR_REDUCE || t->op != ILIR_SUM || t->lo->kind != ILIR_CONST ||
@@ -257,7 +269,7 @@ static bool tiled_term(const IlirKernel *k, const IlirExpr *t, const IlirVar *ro
     return false;
   long rs = ilir_coef(y->a, t->var);
   return rs != ILIR_NONLINEAR && rs != 0 && ilir_coef(y->a, j) == 1 && !ilir_uses(y->a, row) &&
-         !ilir_uses(m->a, j) && !ilir_reads(m, out);
+         !ilir_uses(m->a, j) && !reads_own_rows(k, m, out);
 }
 
 /* What a tile writes: buffer [buf] at [index], an expression of [var]. */
@@ -277,16 +289,6 @@ static bool reads_only_at(const IlirExpr *e, const Written *w, int nw, const Ili
   return reads_only_at(e->a, w, nw, j2) && reads_only_at(e->b, w, nw, j2) &&
          reads_only_at(e->c, w, nw, j2) && reads_only_at(e->lo, w, nw, j2) &&
          reads_only_at(e->hi, w, nw, j2);
-}
-
-/* Does [e] read [buf] other than at a dependency's row (an index through
- * dep[]: an earlier level, never a row the tile's level writes)? */
-static bool reads_own_rows(const IlirKernel *k, const IlirExpr *e, int buf) {
-  if (!e) return false;
-  if (e->kind == ILIR_LOAD && e->buf == buf && !ilir_reads(e->a, k->dep_buf)) return true;
-  return reads_own_rows(k, e->a, buf) || reads_own_rows(k, e->b, buf) ||
-         reads_own_rows(k, e->c, buf) || reads_own_rows(k, e->lo, buf) ||
-         reads_own_rows(k, e->hi, buf);
 }
 
 /* Are s->body.stmts[parts->n ..] epilogues of the tile with [parts]

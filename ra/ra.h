@@ -179,8 +179,10 @@ enum {
   RA_OPT_ALL_DEPS = 2048, /* sched: sums over a node's dependencies run over all K
                              slots, absent ones reading the zero row */
   RA_OPT_SHARE_WEIGHTS = 4096, /* sched: register tiles reading the same weights as one */
-  RA_OPT_HOIST_LOCAL = 8192 /* sched: operators reading only their node's inputs, for
-                               the whole batch before the levels */
+  RA_OPT_HOIST_LOCAL = 8192, /* sched: operators reading only their node's inputs, for
+                                the whole batch before the levels */
+  RA_OPT_DIRECT_RESULTS = 16384 /* sched: returned operators computed in their result
+                                   rows, not copied there */
 };
 
 /* The optimizations that are off unless `--enable=NAME` turns them on: built

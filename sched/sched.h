@@ -19,7 +19,7 @@
 
 typedef enum {
   SCHED_DYNAMIC_BATCH, SCHED_SPECIALIZE, SCHED_FUSE, SCHED_HOIST, SCHED_DENSE,
-  SCHED_HOIST_INVARIANT, SCHED_HOIST_PRODUCTS, SCHED_HOIST_LOCAL, SCHED_ALL_DEPS,
+  SCHED_HOIST_INVARIANT, SCHED_HOIST_PRODUCTS, SCHED_HOIST_LOCAL, SCHED_DIRECT_RESULTS, SCHED_ALL_DEPS,
   SCHED_SHARE_WEIGHTS,
   SCHED_SPLIT, SCHED_TILE, SCHED_REORDER, SCHED_VECTORIZE, SCHED_UNROLL,
   SCHED_UNROLL_RECURSION, SCHED_PARALLEL, SCHED_PERSIST, SCHED_CACHE, SCHED_BIND,
@@ -77,6 +77,7 @@ typedef struct {
   bool all_deps;             /* sums over dependencies over all K slots (all-deps) */
   bool share_weights;          /* tiles reading the same weights as one (share-weights) */
   bool hoist_local;            /* node-local operators before the levels (hoist-local) */
+  bool direct_results;         /* returned operators in their result rows (direct-results) */
   int tile_nodes, tile_outs;   /* register tiles of level products; 0: none */
   int unroll_recursion;        /* levels loops in phases of up to this many levels,
                                   no barrier inside a phase (sched_recur.c); 0, 1: none */

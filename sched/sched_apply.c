@@ -54,6 +54,7 @@ SchedPlan sched_default_plan(unsigned disabled) {
   plan.all_deps = !(disabled & RA_OPT_ALL_DEPS);
   plan.share_weights = !(disabled & RA_OPT_SHARE_WEIGHTS);
   plan.hoist_local = !(disabled & RA_OPT_HOIST_LOCAL);
+  plan.direct_results = !(disabled & RA_OPT_DIRECT_RESULTS);
   if (!(disabled & RA_OPT_REGISTER_TILE)) {
     plan.tile_nodes = 4;
     plan.tile_outs = 64;
@@ -729,6 +730,7 @@ bool sched_apply(CtxArena *arena, CtxDiag *diag, IlirKernel *k, SchedPlan *plan)
   if (plan->nparallel && !sched_schedule_shares(arena, diag, k, plan)) return false;
   sched_specialize_arity(arena, k, plan);
   if (plan->interchange) ilir_interchange(arena, k);
+  if (plan->direct_results) sched_direct_results(arena, k);
   if (plan->dense_scratch) dense_scratch(arena, k, plan);
   sched_unroll_recursion(arena, k, plan->unroll_recursion);
   ilir_simplify(arena, k);

@@ -85,6 +85,11 @@ static void cuda_directive(CtxDiag *diag, const SchedDirective *d, SchedPlan *pl
     ctx_diag_warning(diag, d->span, "not applied: the cuda backend shares a level's nodes "
                                     "among blocks and their rows among threads (bind)");
     break;
+  case SCHED_DIRECT_RESULTS:
+    ctx_diag_warning(diag, d->span, "not applied: the cuda backend keeps each operator's "
+                                    "row and copies the returned ones (direct_results is a "
+                                    "cpu directive for now)");
+    break;
   default: break; /* split, unroll, reorder, vectorize: sched_schedule_loops */
   }
 }
@@ -94,7 +99,8 @@ SchedPlan sched_cuda_plan(CtxDiag *diag, const Schedule *s, unsigned disabled,
   memset(gpu, 0, sizeof *gpu);
   gpu->bind_blocks = true;
   gpu->shared_limit = sched_gpu_shared_limit(NULL);
-  SchedPlan plan = sched_default_plan(disabled | RA_OPT_REGISTER_TILE | RA_OPT_FUSE_EPILOGUE);
+  SchedPlan plan = sched_default_plan(disabled | RA_OPT_REGISTER_TILE | RA_OPT_FUSE_EPILOGUE |
+                                      RA_OPT_DIRECT_RESULTS);
   if (!s) return plan;
   memset(&plan, 0, sizeof plan);
   plan.interchange = !(disabled & RA_OPT_INTERCHANGE);

@@ -76,6 +76,10 @@ void sched_share_weights(CtxArena *a, IlirKernel *k);
  * before it (sched_local.c, hoist-local). */
 void sched_hoist_local(CtxArena *a, IlirKernel *k);
 
+/* Returned operators computed in their function's result rows instead of
+ * copied there (sched_results.c, direct-results). */
+void sched_direct_results(CtxArena *a, IlirKernel *k);
+
 /* The recursion primitives (sched_recur.c): unroll_recursion's PHASES buffer
  * for phases of up to [levels] levels; refactor_recursion's products per node,
  * false after reporting (at the directive of [plan]'s schedule) that there is

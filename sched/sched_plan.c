@@ -275,6 +275,7 @@ SchedPlan sched_schedule_plan(CtxDiag *diag, const Schedule *s, unsigned disable
     case SCHED_HOIST_INVARIANT: plan.hoist_invariant = true; break;
     case SCHED_HOIST_PRODUCTS: plan.hoist_products = true; break;
     case SCHED_HOIST_LOCAL: plan.hoist_local = true; break;
+    case SCHED_DIRECT_RESULTS: plan.direct_results = true; break;
     case SCHED_ALL_DEPS: plan.all_deps = true; break;
     case SCHED_SHARE_WEIGHTS: plan.share_weights = true; break;
     case SCHED_DENSE: plan.dense_scratch = true; break;
