@@ -38,6 +38,7 @@ BOOL_KNOB(deps, all_deps)
 BOOL_KNOB(fuse, fuse_epilogue)
 BOOL_KNOB(share, share_weights)
 BOOL_KNOB(dense, dense_scratch)
+BOOL_KNOB(direct, direct_results)
 static int get_hoist(const SchedPlan *p) { return p->hoist_invariant && p->hoist_products; }
 static void set_hoist(SchedPlan *p, int v) { p->hoist_invariant = p->hoist_products = v != 0; }
 static int get_nb(const SchedPlan *p) { return index_of(tile_nodes, NTN, p->tile_nodes); }
@@ -68,12 +69,32 @@ static const Knob knobs[] = {
     {"share_weights", 2, get_share, set_share}, {"fuse", 2, get_fuse, set_fuse},
     {"hoist_local", 2, get_local, set_local},  {"all_deps", 2, get_deps, set_deps},
     {"hoist", 2, get_hoist, set_hoist},        {"dense", 2, get_dense, set_dense},
+    {"direct_results", 2, get_direct, set_direct},
     {"specialize leaf", 2, get_spec, set_spec},
     {"refactor_recursion", 2, get_refactor, set_refactor},
     {"unroll_recursion", 3, get_unroll, set_unroll},
     {"parallel", 3, get_share_by, set_share_by},
 };
 enum { NKNOBS = sizeof knobs / sizeof *knobs };
+
+/* Per-operator tile shapes: each register-tiled product of the default kernel,
+ * named by the operator it computes, may take a shape of its own (`OP:
+ * tile(node, i) by (NB, NO)`): two more knobs each, its nodes and its outputs,
+ * where value 0 of the nodes knob is the plan's shape. They apply only where
+ * the plan tiles at all. */
+enum { MAX_TILE_OPS = 6 };
+
+typedef struct {
+  int buf;          /* its buffer in the lowered kernel */
+  const char *name; /* the operator */
+  long width;       /* its outputs */
+} TileOp;
+
+/* A candidate: a plan and its operators' own tile shapes (0 x 0: the plan's). */
+typedef struct {
+  SchedPlan plan;
+  int nb[MAX_TILE_OPS], no[MAX_TILE_OPS];
+} Point;
 
 /* ---- the cost model -------------------------------------------------------------------- */
 
@@ -86,13 +107,20 @@ typedef struct {
  * accumulators than the vector registers hold is shrunk (cg_tile.c,
  * tile_vectors) to one that is tried anyway, and outputs beyond the widest
  * product change nothing: neither is worth a measurement. */
-static bool worth_measuring(const Machine *m, const SchedPlan *p) {
-  if (p->tile_nodes == 0) return p->tile_outs == 64; /* one "no tile" candidate */
-  if (!m->widest) return p->tile_nodes == 4 && p->tile_outs == 64; /* nothing to tile */
-  int iv = p->tile_outs / m->vec_floats;
-  if (iv < 1 || p->tile_nodes * iv + iv + 2 > m->vec_regs) return false;
-  long wide = (m->widest + m->vec_floats - 1) / m->vec_floats * m->vec_floats;
-  return p->tile_outs <= wide || p->tile_outs == tile_outs[0];
+static bool tile_worth(const Machine *m, int nb, int no, long widest) {
+  int iv = no / m->vec_floats;
+  if (iv < 1 || nb * iv + iv + 2 > m->vec_regs) return false;
+  long wide = (widest + m->vec_floats - 1) / m->vec_floats * m->vec_floats;
+  return no <= wide || no == tile_outs[0];
+}
+
+static bool worth_measuring(const Machine *m, const TileOp *ops, const Point *p) {
+  const SchedPlan *q = &p->plan;
+  if (q->tile_nodes == 0) return q->tile_outs == 64; /* one "no tile" candidate */
+  if (!m->widest) return q->tile_nodes == 4 && q->tile_outs == 64; /* nothing to tile */
+  for (int o = 0; o < MAX_TILE_OPS; o++)
+    if (p->nb[o] && !tile_worth(m, p->nb[o], p->no[o], ops[o].width)) return false;
+  return tile_worth(m, q->tile_nodes, q->tile_outs, m->widest);
 }
 
 static void visit_tiles(const IlirKernel *k, const IlirBlock *b, long *widest) {
@@ -121,7 +149,7 @@ static Machine machine_of(const IlirKernel *k) {
 enum { MAX_SKIPPED = 512 };
 
 typedef struct {
-  SchedPlan plan;
+  Point pt;
   double ms;      /* median ms per batch; < 0: not measured (why) */
   char why[160];
 } Cand;
@@ -129,10 +157,14 @@ typedef struct {
 typedef struct {
   TuneCtx *T;
   Machine m;
-  SchedPlan def;  /* the default plan */
+  Point def;      /* the default plan */
+  TileOp ops[MAX_TILE_OPS];
+  int nops;
+  int *own_nb, *own_no; /* per buffer of the lowered kernel (legal()) */
+  int nbufs;
   Cand *tried;
   int ntried, cap, pruned, wrong, failed;
-  SchedPlan skipped[MAX_SKIPPED]; /* pruned ones, not counted twice */
+  Point skipped[MAX_SKIPPED]; /* pruned ones, not counted twice */
   int nskipped;
   int best;       /* index into tried (-1: none) */
   double end;     /* when the budget ends (ctx_tune_now) */
@@ -140,20 +172,102 @@ typedef struct {
   bool tty;
 } Search;
 
-static bool same_plan(const SchedPlan *a, const SchedPlan *b) {
-  for (int k = 0; k < NKNOBS; k++)
-    if (knobs[k].get(a) != knobs[k].get(b)) return false;
+static bool is_op_name(const RaProgram *p, const char *name) {
+  for (int f = 0; f < p->nfuncs; f++)
+    for (int o = 0; o < p->funcs[f].nops; o++)
+      if (strcmp(p->funcs[f].ops[o]->name, name) == 0) return true;
+  return false;
+}
+
+/* The register-tiled products of [k] whose output is an operator of [p] that a
+ * schedule can name, each once, into S->ops. */
+static void find_tile_ops(Search *S, const IlirKernel *k, const IlirBlock *b) {
+  for (int i = 0; i < b->n; i++) {
+    const IlirStmt *s = b->stmts[i];
+    IlirTileParts parts;
+    if (s->kind == ILIR_LOOP && s->tile_nodes && ilir_tile_parts(k, s, &parts))
+      for (int q = 0; q < parts.n && S->nops < MAX_TILE_OPS; q++) {
+        const IlirStmt *st = parts.loop[q]->body.stmts[0];
+        const char *name = k->bufs[st->buf].name;
+        bool seen = false;
+        for (int o = 0; o < S->nops; o++) seen |= strcmp(S->ops[o].name, name) == 0;
+        if (!seen && is_op_name(S->T->program, name) && parts.loop[q]->hi->kind == ILIR_CONST)
+          S->ops[S->nops++] = (TileOp){st->buf, name, parts.loop[q]->hi->ival};
+      }
+    find_tile_ops(S, k, &s->body);
+    find_tile_ops(S, k, &s->then);
+    find_tile_ops(S, k, &s->els);
+  }
+}
+
+/* The knobs in search order: the plan's tile shape, the operators' own
+ * shapes, then the rest of knobs[]. Knob [k] is knobs[*g], or when *g < 0
+ * the nodes (*field 0) or outputs (1) of operator *op's shape. */
+static int nknobs(const Search *S) { return NKNOBS + 2 * S->nops; }
+
+static void knob_of(const Search *S, int k, int *g, int *op, int *field) {
+  *g = k < 2 ? k : k < 2 + 2 * S->nops ? -1 : k - 2 * S->nops;
+  *op = (k - 2) / 2, *field = (k - 2) % 2;
+}
+
+static int knob_nvals(const Search *S, int k) {
+  int g, o, f;
+  knob_of(S, k, &g, &o, &f);
+  return g >= 0 ? knobs[g].nvals : f == 0 ? NTN : NTO;
+}
+
+static int knob_get(const Search *S, const Point *p, int k) {
+  int g, o, f;
+  knob_of(S, k, &g, &o, &f);
+  if (g >= 0) return knobs[g].get(&p->plan);
+  if (f == 0) return index_of(tile_nodes, NTN, p->nb[o]);
+  return index_of(tile_outs, NTO, p->nb[o] ? p->no[o] : p->plan.tile_outs);
+}
+
+/* Operators' own shapes only where the plan tiles, and a shape equal to the
+ * plan's is the plan's. */
+static void normalize(const Search *S, Point *p) {
+  for (int o = 0; o < S->nops; o++)
+    if (!p->plan.tile_nodes || !p->nb[o] ||
+        (p->nb[o] == p->plan.tile_nodes && p->no[o] == p->plan.tile_outs))
+      p->nb[o] = p->no[o] = 0;
+}
+
+static void knob_set(const Search *S, Point *p, int k, int v) {
+  int g, o, f;
+  knob_of(S, k, &g, &o, &f);
+  if (g >= 0) {
+    knobs[g].set(&p->plan, v);
+  } else {
+    if (f == 0) {
+      p->nb[o] = tile_nodes[v];
+      if (!p->no[o]) p->no[o] = p->plan.tile_outs;
+    } else {
+      if (!p->nb[o]) p->nb[o] = p->plan.tile_nodes;
+      p->no[o] = tile_outs[v];
+    }
+  }
+  normalize(S, p);
+}
+
+static bool same_plan(const Search *S, const Point *a, const Point *b) {
+  for (int k = 0; k < nknobs(S); k++)
+    if (knob_get(S, a, k) != knob_get(S, b, k)) return false;
   return true;
 }
 
 /* "tile 2x64, -share_weights": how [p] differs from the default. */
-static void describe(const Search *S, const SchedPlan *p, char *out, size_t size) {
-  const SchedPlan *d = &S->def;
+static void describe(const Search *S, const Point *pt, char *out, size_t size) {
+  const SchedPlan *d = &S->def.plan, *p = &pt->plan;
   size_t n = 0;
   out[0] = 0;
   if (p->tile_nodes != d->tile_nodes || p->tile_outs != d->tile_outs)
     n += (size_t)snprintf(out + n, size - n, p->tile_nodes ? "tile %dx%d" : "no tile",
                           p->tile_nodes, p->tile_outs);
+  for (int o = 0; o < S->nops && n < size; o++)
+    if (pt->nb[o])
+      n += (size_t)snprintf(out + n, size - n, "%s%s: tile %dx%d", n ? ", " : "",
+                            S->ops[o].name, pt->nb[o], pt->no[o]);
   for (int k = 2; k < NKNOBS && n < size; k++) {
     if (knobs[k].get(p) == knobs[k].get(d)) continue;
     const char *sep = n ? ", " : "";
@@ -170,10 +284,31 @@ static void describe(const Search *S, const SchedPlan *p, char *out, size_t size
   if (!n) snprintf(out, size, "the default");
 }
 
-static void write_sched(const Search *S, const SchedPlan *p, const char *path) {
+/* [p] as a schedule, as --dump=schedule prints a plan, with the operators'
+ * own tile shapes after the plan's tile directive, into [out]. */
+static void print_point(const Search *S, const Point *p, CtxBuf *out) {
   CtxBuf b;
   ctx_buf_init(&b);
-  sched_print(&b, S->T->program, p);
+  sched_print(&b, S->T->program, &p->plan);
+  const char *text = ctx_buf_str(&b), *tile = strstr(text, "\n  tile(node, i) by ");
+  const char *after = tile ? strchr(tile + 1, '\n') : NULL;
+  if (!after) {
+    ctx_buf_puts(out, text);
+  } else {
+    ctx_buf_printf(out, "%.*s", (int)(after + 1 - text), text);
+    for (int o = 0; o < S->nops; o++)
+      if (p->nb[o])
+        ctx_buf_printf(out, "  %s: tile(node, i) by (%d, %d)\n", S->ops[o].name, p->nb[o],
+                       p->no[o]);
+    ctx_buf_puts(out, after + 1);
+  }
+  ctx_buf_free(&b);
+}
+
+static void write_sched(const Search *S, const Point *p, const char *path) {
+  CtxBuf b;
+  ctx_buf_init(&b);
+  print_point(S, p, &b);
   FILE *f = fopen(path, "w");
   if (f) {
     fputs(ctx_buf_str(&b), f);
@@ -193,11 +328,17 @@ static void progress(const Search *S) {
 
 /* Does the plan [p] schedule the model (sched_apply accepts it: a model
  * without a product to refactor, say, does not take refactor_recursion)? */
-static bool legal(const Search *S, const SchedPlan *p) {
+static bool legal(const Search *S, const Point *p) {
   CtxArena *a = ctx_arena_new();
   CtxDiag quiet;
   ctx_diag_init(&quiet, NULL, NULL);
-  SchedPlan copy = *p;
+  SchedPlan copy = p->plan;
+  memset(S->own_nb, 0, (size_t)S->nbufs * sizeof *S->own_nb);
+  memset(S->own_no, 0, (size_t)S->nbufs * sizeof *S->own_no);
+  for (int o = 0; o < S->nops; o++)
+    if (p->nb[o] && S->ops[o].buf < S->nbufs)
+      S->own_nb[S->ops[o].buf] = p->nb[o], S->own_no[S->ops[o].buf] = p->no[o];
+  copy.tile_nb = S->own_nb, copy.tile_no = S->own_no, copy.nsets = S->nbufs;
   IlirKernel *k = ilir_lower(a, &quiet, S->T->program);
   bool ok = k && sched_apply(a, &quiet, k, &copy) && !quiet.errors;
   ctx_arena_free(a);
@@ -205,12 +346,12 @@ static bool legal(const Search *S, const SchedPlan *p) {
 }
 
 /* Measures [p] unless tried or pruned; returns its index in tried, or -1. */
-static int try_plan(Search *S, const SchedPlan *p) {
+static int try_plan(Search *S, const Point *p) {
   for (int i = 0; i < S->ntried; i++)
-    if (same_plan(&S->tried[i].plan, p)) return -1;
+    if (same_plan(S, &S->tried[i].pt, p)) return -1;
   for (int i = 0; i < S->nskipped; i++)
-    if (same_plan(&S->skipped[i], p)) return -1;
-  if (!same_plan(p, &S->def) && (!worth_measuring(&S->m, p) || !legal(S, p))) {
+    if (same_plan(S, &S->skipped[i], p)) return -1;
+  if (!same_plan(S, p, &S->def) && (!worth_measuring(&S->m, S->ops, p) || !legal(S, p))) {
     if (S->nskipped < MAX_SKIPPED) S->skipped[S->nskipped++] = *p;
     return S->pruned++, -1;
   }
@@ -221,7 +362,7 @@ static int try_plan(Search *S, const SchedPlan *p) {
   }
   Cand *c = &S->tried[S->ntried];
   memset(c, 0, sizeof *c);
-  c->plan = *p;
+  c->pt = *p;
   char path[300];
   snprintf(path, sizeof path, "%s/cand.sched", S->T->dir);
   write_sched(S, p, path);
@@ -252,13 +393,13 @@ static void descend(Search *S) {
   bool changed = true;
   while (changed && time_left(S, 6)) {
     changed = false;
-    for (int k = 0; k < NKNOBS && time_left(S, 6); k++) {
-      SchedPlan base = S->tried[S->best].plan;
+    for (int k = 0; k < nknobs(S) && time_left(S, 6); k++) {
+      Point base = S->tried[S->best].pt;
       int before = S->best;
-      for (int v = 0; v < knobs[k].nvals && time_left(S, 6); v++) {
-        if (v == knobs[k].get(&base)) continue;
-        SchedPlan p = base;
-        knobs[k].set(&p, v);
+      for (int v = 0; v < knob_nvals(S, k) && time_left(S, 6); v++) {
+        if (v == knob_get(S, &base, k)) continue;
+        Point p = base;
+        knob_set(S, &p, k, v);
         try_plan(S, &p);
       }
       changed |= S->best != before;
@@ -275,11 +416,11 @@ static uint64_t next_rand(uint64_t *s) { /* xorshift64* */
 static void explore(Search *S, uint64_t seed) {
   uint64_t r = seed * 0x9E3779B97F4A7C15ULL + 1;
   for (int misses = 0; misses < 200 && time_left(S, 6);) {
-    SchedPlan p = S->tried[S->best].plan;
+    Point p = S->tried[S->best].pt;
     int moves = 1 + (int)(next_rand(&r) % 2);
     for (int m = 0; m < moves; m++) {
-      const Knob *k = &knobs[next_rand(&r) % NKNOBS];
-      k->set(&p, (int)(next_rand(&r) % (uint64_t)k->nvals));
+      int k = (int)(next_rand(&r) % (uint64_t)nknobs(S));
+      knob_set(S, &p, k, (int)(next_rand(&r) % (uint64_t)knob_nvals(S, k)));
     }
     if (try_plan(S, &p) < 0) misses++;
   }
@@ -294,7 +435,7 @@ static int cmp_ms(const void *a, const void *b) {
 
 /* The winner and the default in alternation, [rounds] times each; their
  * medians into [*best_ms], [*def_ms]. False if a run failed. */
-static bool confirm(Search *S, const SchedPlan *best, int rounds, double *best_ms,
+static bool confirm(Search *S, const Point *best, int rounds, double *best_ms,
                     double *def_ms) {
   char bpath[300], dpath[300], why[160];
   snprintf(bpath, sizeof bpath, "%s/best.sched", S->T->dir);
@@ -319,7 +460,7 @@ static int cmp_cand(const void *a, const void *b) {
   return (u > v) - (u < v);
 }
 
-static void write_result(Search *S, const SchedPlan *win, double win_ms, double def_ms,
+static void write_result(Search *S, const Point *win, double win_ms, double def_ms,
                          bool kept, FILE *f) {
   const CtxOptions *o = S->T->opts;
   char what[200];
@@ -349,19 +490,19 @@ static void write_result(Search *S, const SchedPlan *win, double win_ms, double 
     qsort(sorted, (size_t)S->ntried, sizeof *sorted, cmp_cand);
     fputs("# the fastest candidates (ms per batch, as measured during the search):\n", f);
     for (int i = 0; i < S->ntried && i < 12 && sorted[i].ms > 0; i++) {
-      describe(S, &sorted[i].plan, what, sizeof what);
+      describe(S, &sorted[i].pt, what, sizeof what);
       fprintf(f, "#   %9.4f  %s\n", sorted[i].ms, what);
     }
     free(sorted);
   }
   for (int i = 0, shown = 0; i < S->ntried && shown < 6; i++)
     if (S->tried[i].ms < 0) {
-      describe(S, &S->tried[i].plan, what, sizeof what);
+      describe(S, &S->tried[i].pt, what, sizeof what);
       fprintf(f, "# %s: %s: %s\n", shown++ ? "        " : "failed", what, S->tried[i].why);
     }
   CtxBuf b;
   ctx_buf_init(&b);
-  sched_print(&b, S->T->program, win);
+  print_point(S, win, &b);
   const char *text = strchr(ctx_buf_str(&b), '\n'); /* after dump's own first line */
   fputs(text ? text + 1 : ctx_buf_str(&b), f);
   ctx_buf_free(&b);
@@ -410,9 +551,9 @@ static int search(Search *S, CtxSession *s) {
   descend(S);
   explore(S, S->T->opts->tune.seed);
   if (S->tty) fputc('\n', stderr);
-  SchedPlan win = S->tried[S->best].plan;
+  Point win = S->tried[S->best].pt;
   double win_ms = S->tried[S->best].ms, def_ms = S->T->default_ms;
-  bool kept = !same_plan(&win, &S->def);
+  bool kept = !same_plan(S, &win, &S->def);
   if (kept && (!confirm(S, &win, 3, &win_ms, &def_ms) || win_ms >= def_ms)) {
     kept = false;
     win = S->def;
@@ -458,11 +599,18 @@ int ctx_tune(CtxSession *s) {
     fprintf(stderr, "ctx: error: cannot make a scratch directory in /tmp\n");
     return 70;
   }
-  Search S = {.T = &T, .m = machine_of(k), .def = sched_default_plan(p->disabled), .best = -1,
-              .tty = isatty(2)};
+  Search S = {.T = &T, .m = machine_of(k), .best = -1, .tty = isatty(2)};
+  S.def.plan = sched_default_plan(p->disabled);
+  find_tile_ops(&S, k, &k->body);
+  S.nbufs = k->nbufs;
+  S.own_nb = calloc((size_t)S.nbufs, sizeof *S.own_nb);
+  S.own_no = calloc((size_t)S.nbufs, sizeof *S.own_no);
+  if (!S.own_nb || !S.own_no) ctx_oom();
   S.end = ctx_tune_now() + o->tune.budget_s;
   int rc = search(&S, s);
   free(S.tried);
+  free(S.own_nb);
+  free(S.own_no);
   for (int i = 0; i < T.noutputs; i++) free(T.outputs[i]);
   remove_tree(T.dir);
   return rc;
