@@ -15,6 +15,7 @@
 #include "codegen/cg_int.h"
 
 #include <llvm-c/Error.h>
+#include <llvm-c/Support.h>
 #include <llvm-c/ExecutionEngine.h>
 #include <llvm-c/LLJIT.h>
 #include <llvm-c/Object.h>
@@ -85,8 +86,26 @@ static int cpu_level(const char *cpu) {
   return -1;
 }
 
+/* LLVM's own options, once per process: CTX_LLVM_OPTIONS (space-separated,
+ * as llc takes them; for experiments). */
+static void llvm_options(void) {
+  static bool done;
+  if (done) return;
+  done = true;
+  const char *env = getenv("CTX_LLVM_OPTIONS");
+  static char buf[512];
+  const char *argv[32] = {"ctx"};
+  int argc = 1;
+  if (env && strlen(env) < sizeof buf) {
+    strcpy(buf, env);
+    for (char *t = strtok(buf, " "); t && argc < 32; t = strtok(NULL, " ")) argv[argc++] = t;
+  }
+  if (argc > 1) LLVMParseCommandLineOptions(argc, argv, NULL);
+}
+
 LLVMTargetMachineRef cg_cpu_machine_at(CtxDiag *diag, bool pic, const char *cpu_name,
                                        const char **features_used, LLVMCodeGenOptLevel opt) {
+  llvm_options();
   int level = cpu_level(cpu_name);
   if (features_used) *features_used = level >= 0 ? cpu_levels[level].features : NULL;
   if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter()) {

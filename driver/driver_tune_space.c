@@ -479,6 +479,11 @@ static void write_result(Search *S, const Point *win, double win_ms, double def_
              "interpreter's), %d left out before measuring (tiles codegen would shrink "
              "or wider than every product, plans the model does not take)\n",
           S->ntried, S->failed, S->wrong, S->pruned);
+  if (S->nops) {
+    fputs("# searched: the plan's tile shape and these products' own (OP: tile):", f);
+    for (int i = 0; i < S->nops; i++) fprintf(f, "%s %s", i ? "," : "", S->ops[i].name);
+    fputs("\n", f);
+  }
   fprintf(f, "# median ms per batch (ctx run --time --repeat %ld), confirmed in alternating "
              "runs: default %.4f, this schedule %.4f (%.2fx)\n",
           S->T->repeat, def_ms, win_ms, def_ms / win_ms);
@@ -601,7 +606,13 @@ int ctx_tune(CtxSession *s) {
   }
   Search S = {.T = &T, .m = machine_of(k), .best = -1, .tty = isatty(2)};
   S.def.plan = sched_default_plan(p->disabled);
-  find_tile_ops(&S, k, &k->body);
+  /* the products as register tiling sees them: before direct-results moves
+   * their outputs into result rows */
+  SchedPlan before = S.def.plan;
+  before.direct_results = false;
+  IlirKernel *tiles = ilir_lower(s->arena, &s->diag, p);
+  if (tiles && sched_apply(s->arena, &s->diag, tiles, &before))
+    find_tile_ops(&S, tiles, &tiles->body);
   S.nbufs = k->nbufs;
   S.own_nb = calloc((size_t)S.nbufs, sizeof *S.own_nb);
   S.own_no = calloc((size_t)S.nbufs, sizeof *S.own_no);

@@ -13,9 +13,14 @@ import tempfile
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CASES = [  # model, dims, sample, other inputs
-    ("treelstm", ["-D", "H=32"], "binary:leaves=9,count=3", "binary:leaves=15,count=4,seed=7"),
-    ("childsum", ["-D", "H=16"], "nary:nodes=20,arity=4,count=3", "nary:nodes=30,arity=5,count=2,seed=3"),
+CASES = [  # model, dims, sample, other inputs, budget (s)
+    ("treelstm", ["-D", "H=32"], "binary:leaves=9,count=3", "binary:leaves=15,count=4,seed=7", 6),
+    ("childsum", ["-D", "H=16"], "nary:nodes=20,arity=4,count=3",
+     "nary:nodes=30,arity=5,count=2,seed=3", 6),
+    # two tiled products (mv.mm3 and the node-internal P) and few tile shapes at
+    # H = 16: the budget reaches the products' own shapes
+    ("mvrnn", ["-D", "H=16", "-D", "V=20"], "binary:leaves=6,count=3",
+     "binary:leaves=9,count=2,seed=5", 20),
 ]
 
 
@@ -23,10 +28,10 @@ def run(*args, **kw):
     return subprocess.run(list(args), capture_output=True, text=True, **kw)
 
 
-def tune_case(ctx, model, dims, sample, other, tmp):
+def tune_case(ctx, model, dims, sample, other, budget, tmp):
     path = os.path.join(ROOT, "examples", model + ".ctx")
     out = os.path.join(tmp, model + ".tuned.sched")
-    r = run(ctx, "tune", path, *dims, "--gen", sample, "--threads", "1", "--budget", "6",
+    r = run(ctx, "tune", path, *dims, "--gen", sample, "--threads", "1", "--budget", str(budget),
             "-o", out)
     if r.returncode:
         return f"{model}: ctx tune failed ({r.returncode}): {r.stderr}"
@@ -35,6 +40,10 @@ def tune_case(ctx, model, dims, sample, other, tmp):
     text = open(out).read()
     if "candidates measured" not in text or "default" not in text:
         return f"{model}: the schedule's comments do not say what was tried:\n{text}"
+    if "\n# failed: " in text:
+        return f"{model}: candidates failed to build or run:\n{text}"
+    if model == "mvrnn" and "own (OP: tile): mv.mm3, P\n" not in text:
+        return f"{model}: the products' own tile shapes were not searched:\n{text}"
     r = run(ctx, "check", path, *dims, out)
     if r.returncode or r.stderr:
         return f"{model}: ctx check rejects the tuned schedule: {r.stderr}"
@@ -80,8 +89,8 @@ def main():
     a = ap.parse_args()
     failed = 0
     with tempfile.TemporaryDirectory() as tmp:
-        for model, dims, sample, other in CASES:
-            msg = tune_case(a.ctx, model, dims, sample, other, tmp)
+        for model, dims, sample, other, budget in CASES:
+            msg = tune_case(a.ctx, model, dims, sample, other, budget, tmp)
             print("FAIL " + msg if msg else f"ok {model}")
             failed += msg is not None
         for msg in bad_cases(a.ctx, tmp):

@@ -321,5 +321,7 @@ bool sched_refactor_recursion(CtxArena *a, CtxDiag *diag, IlirKernel *k,
       nothing_to_refactor(diag, k, plan, &s->dirs[i], R.nonlinear_buf);
       return false;
     }
-  return true;
+  /* a plan made without a schedule (ctx tune's) fails the same way */
+  ctx_diag_error(diag, (CtxSpan){0}, "nothing to refactor in kernel %s", k->name);
+  return false;
 }
