@@ -42,25 +42,6 @@ typedef struct {
   int only;            /* the buffer being moved (rewrite) */
 } Walk;
 
-/* The value of the integer expression [e] with [u] and [v] set to 0 (its
- * constant term where it is linear in them); false when it reads anything
- * else. */
-static bool const_term(const IlirExpr *e, const IlirVar *u, const IlirVar *v, long *out) {
-  long x, y;
-  switch (e->kind) {
-  case ILIR_CONST: *out = e->ival; return e->type == ILIR_I64;
-  case ILIR_VAR: *out = 0; return e->var == u || e->var == v;
-  case ILIR_BINARY:
-    if (!const_term(e->a, u, v, &x) || !const_term(e->b, u, v, &y)) return false;
-    if (e->op == ILIR_ADD) *out = x + y;
-    else if (e->op == ILIR_SUB) *out = x - y;
-    else if (e->op == ILIR_MUL) *out = x * y;
-    else return false;
-    return true;
-  default: return false;
-  }
-}
-
 /* Is [s] (in the nodes loop over [n]) a copy `for j in [0, S) { R[n * RS + off
  * + j] = X[n * S + j] }` of a scratch row into a result row? Gives X, R, off. */
 static bool is_copy(const IlirKernel *k, const IlirStmt *s, const IlirVar *n,
@@ -77,8 +58,8 @@ static bool is_copy(const IlirKernel *k, const IlirStmt *s, const IlirVar *n,
   long S = k->bufs[v->buf].size, RS = k->bufs[st->buf].size, xoff, roff;
   if (s->hi->ival != S || ilir_coef(v->a, n) != S || ilir_coef(v->a, s->var) != 1 ||
       ilir_coef(st->index, n) != RS || ilir_coef(st->index, s->var) != 1 ||
-      !const_term(v->a, n, s->var, &xoff) || xoff != 0 ||
-      !const_term(st->index, n, s->var, &roff) || roff < 0 || roff + S > RS)
+      !sched_offset_of(v->a, n, s->var, &xoff) || xoff != 0 ||
+      !sched_offset_of(st->index, n, s->var, &roff) || roff < 0 || roff + S > RS)
     return false;
   *x = v->buf, *r = st->buf, *off = roff;
   return true;
