@@ -445,45 +445,40 @@ static int ptx_object(CtxBuild *b, const char *kernel_o) {
 /* The kernel's object file; the CPU's while the C compiler compiles the
  * model's source (written first: it needs the kernel's buffers, not its
  * code), the PTX's before (the source embeds it). */
+/* The descriptor, NAME.h and NAME_model.c, and the latter's compilation
+ * (started into [*pid]; NULL: waited for). */
+static int model_sources(CtxBuild *b, bool cuda, pid_t *pid) {
+  ctx_model_desc_init(&b->desc, b->p, b->k, NULL);
+  if (cuda) ctx_model_desc_cuda(&b->desc, b->k, b->ptx);
+  int rc = write_sources(b);
+  return rc ? rc : compile_model(b, pid);
+}
+
+static int kernel_failed(const CtxBuild *b) {
+  int rc = ctx_session_exit_code(b->s);
+  return rc ? rc : CTX_EXIT_ICE;
+}
+
 static int kernel_and_model(CtxBuild *b, const char *kernel_o) {
-  bool cuda = b->s->opts.target == CTX_TARGET_CUDA && !b->s->opts.gpu_on_cpu;
+  if (b->s->opts.target == CTX_TARGET_CUDA && !b->s->opts.gpu_on_cpu)
+    return ptx_object(b, kernel_o) ? kernel_failed(b) : model_sources(b, true, NULL);
   pid_t cc = 0;
-  int rc = 0;
-  if (!cuda) {
-    ctx_model_desc_init(&b->desc, b->p, b->k, NULL);
-    rc = write_sources(b);
-    if (!rc) rc = compile_model(b, &cc);
-  }
-  bool ok = cuda ? ptx_object(b, kernel_o) == 0
-                 : cg_emit_object_cpu(b->k, kernel_o, b->s->opts.build.cpu, &b->s->diag);
-  if (cc) rc = wait_tool(cc, getenv("CC") && *getenv("CC") ? getenv("CC") : "cc", "compiling the model");
-  if (!ok) {
-    int exit = ctx_session_exit_code(b->s);
-    return exit ? exit : CTX_EXIT_ICE;
-  }
-  if (!rc && cuda) {
-    ctx_model_desc_init(&b->desc, b->p, b->k, NULL);
-    ctx_model_desc_cuda(&b->desc, b->k, b->ptx);
-    rc = write_sources(b);
-    if (!rc) rc = compile_model(b, NULL);
-  }
-  return rc;
+  int rc = model_sources(b, false, &cc);
+  bool ok = cg_emit_object_cpu(b->k, kernel_o, b->s->opts.build.cpu, &b->s->diag);
+  const char *cc_name = getenv("CC") && *getenv("CC") ? getenv("CC") : "cc";
+  if (cc) rc = wait_tool(cc, cc_name, "compiling the model");
+  return ok ? rc : kernel_failed(b);
 }
 
 /* Lowers the model, writes its object file, sources and libraries. */
 static int build_all(CtxBuild *b) {
   b->k = ctx_pipeline_kernel(b->s, b->p);
   char *kernel_o = out_path(b, "", "_kernel.o");
-  int rc = 0;
   /* The kernel's symbol carries the library's name, so that two builds of
    * one model link into one program. --on-cpu: the cuda-scheduled kernel as a
    * CPU object (docs/cuda.md). */
   if (b->k) b->k->name = ctx_arena_printf(b->s->arena, "ctx_%s_kernel", b->name);
-  if (!b->k) {
-    rc = ctx_session_exit_code(b->s);
-    rc = rc ? rc : CTX_EXIT_ICE;
-  }
-  if (!rc) rc = kernel_and_model(b, kernel_o);
+  int rc = b->k ? kernel_and_model(b, kernel_o) : kernel_failed(b);
   if (!rc) rc = link_library(b, kernel_o);
   if (!rc) rc = archive(b, kernel_o);
   if (!rc)

@@ -114,11 +114,11 @@ static bool tile_worth(const Machine *m, int nb, int no, long widest) {
   return no <= wide || no == tile_outs[0];
 }
 
-static bool worth_measuring(const Machine *m, const TileOp *ops, const Point *p) {
+static bool worth_measuring(const Machine *m, const TileOp *ops, int nops, const Point *p) {
   const SchedPlan *q = &p->plan;
   if (q->tile_nodes == 0) return q->tile_outs == 64; /* one "no tile" candidate */
   if (!m->widest) return q->tile_nodes == 4 && q->tile_outs == 64; /* nothing to tile */
-  for (int o = 0; o < MAX_TILE_OPS; o++)
+  for (int o = 0; o < nops; o++)
     if (p->nb[o] && !tile_worth(m, p->nb[o], p->no[o], ops[o].width)) return false;
   return tile_worth(m, q->tile_nodes, q->tile_outs, m->widest);
 }
@@ -351,7 +351,7 @@ static int try_plan(Search *S, const Point *p) {
     if (same_plan(S, &S->tried[i].pt, p)) return -1;
   for (int i = 0; i < S->nskipped; i++)
     if (same_plan(S, &S->skipped[i], p)) return -1;
-  if (!same_plan(S, p, &S->def) && (!worth_measuring(&S->m, S->ops, p) || !legal(S, p))) {
+  if (!same_plan(S, p, &S->def) && (!worth_measuring(&S->m, S->ops, S->nops, p) || !legal(S, p))) {
     if (S->nskipped < MAX_SKIPPED) S->skipped[S->nskipped++] = *p;
     return S->pruned++, -1;
   }

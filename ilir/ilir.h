@@ -245,7 +245,8 @@ typedef struct {
 
 /* ---- building ILIR (ilir_expr.c) -------------------------------------------------
  * Constructors for passes, backends and tests; everything in [a]. Integer
- * arithmetic on constants folds; a load takes its type from the buffer. */
+ * arithmetic, comparisons and logic on constants fold, and so does a select on a
+ * constant condition; a load takes its type from the buffer. */
 IlirExpr *ilir_const_i(CtxArena *a, long v);
 IlirExpr *ilir_const_f(CtxArena *a, float v);
 IlirExpr *ilir_var(CtxArena *a, IlirVar *v);
@@ -295,6 +296,8 @@ bool ilir_tiled_parts(const IlirKernel *k, const IlirStmt *s, const IlirStmt **o
 IlirExpr *ilir_subst(CtxArena *a, IlirExpr *e, const IlirVar *v, IlirExpr *by);
 /* A deep copy of [s] (statements and expressions; the same variables). */
 IlirStmt *ilir_clone_stmt(CtxArena *a, const IlirStmt *s);
+/* A deep copy of every statement of [b]. */
+IlirBlock ilir_clone_block(CtxArena *a, IlirBlock b);
 /* A deep copy of [s] with [v] replaced by [by] everywhere (ilir_loops.c). */
 IlirStmt *ilir_subst_stmt(CtxArena *a, const IlirStmt *s, const IlirVar *v, IlirExpr *by);
 IlirVar *ilir_new_var(CtxArena *a, IlirKernel *k, const char *name);

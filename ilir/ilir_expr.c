@@ -71,12 +71,27 @@ static bool is_const_i(const IlirExpr *e, long v) {
   return e->kind == ILIR_CONST && e->type == ILIR_I64 && e->ival == v;
 }
 
+/* The integer comparison or logic [op] of two constants. */
+static long fold_compare(int op, long x, long y) {
+  switch (op) {
+  case ILIR_EQ: return x == y;
+  case ILIR_NE: return x != y;
+  case ILIR_LT: return x < y;
+  case ILIR_LE: return x <= y;
+  case ILIR_GT: return x > y;
+  case ILIR_GE: return x >= y;
+  case ILIR_AND: return x && y;
+  default: return x || y; /* ILIR_OR */
+  }
+}
+
 IlirExpr *ilir_binary(CtxArena *a, int op, IlirExpr *x, IlirExpr *y) {
   if (x->type == ILIR_I64 && x->kind == ILIR_CONST && y->kind == ILIR_CONST &&
       y->type == ILIR_I64) {
     if (op == ILIR_ADD) return ilir_const_i(a, x->ival + y->ival);
     if (op == ILIR_SUB) return ilir_const_i(a, x->ival - y->ival);
     if (op == ILIR_MUL) return ilir_const_i(a, x->ival * y->ival);
+    if (op >= ILIR_EQ && op <= ILIR_OR) return ilir_const_i(a, fold_compare(op, x->ival, y->ival));
   }
   if (op == ILIR_ADD && is_const_i(y, 0)) return x;
   if (op == ILIR_ADD && is_const_i(x, 0)) return y;
@@ -92,6 +107,7 @@ IlirExpr *ilir_binary(CtxArena *a, int op, IlirExpr *x, IlirExpr *y) {
 }
 
 IlirExpr *ilir_select(CtxArena *a, IlirExpr *c, IlirExpr *x, IlirExpr *y) {
+  if (c->kind == ILIR_CONST && c->type == ILIR_I64) return c->ival ? x : y;
   IlirExpr *e = new_expr(a, ILIR_SELECT, x->type);
   e->c = c;
   e->a = x;
@@ -139,7 +155,7 @@ static IlirExpr *clone_expr(CtxArena *a, const IlirExpr *e) {
   return c;
 }
 
-static IlirBlock clone_block(CtxArena *a, IlirBlock b) {
+IlirBlock ilir_clone_block(CtxArena *a, IlirBlock b) {
   IlirBlock c = {CTX_NEW_ARRAY(a, IlirStmt *, b.n > 0 ? b.n : 1), b.n};
   for (int i = 0; i < b.n; i++) c.stmts[i] = ilir_clone_stmt(a, b.stmts[i]);
   return c;
@@ -151,9 +167,9 @@ IlirStmt *ilir_clone_stmt(CtxArena *a, const IlirStmt *s) {
   c->lo = clone_expr(a, s->lo), c->hi = clone_expr(a, s->hi);
   c->index = clone_expr(a, s->index), c->value = clone_expr(a, s->value);
   c->cond = clone_expr(a, s->cond);
-  c->body = clone_block(a, s->body);
-  c->then = clone_block(a, s->then);
-  c->els = clone_block(a, s->els);
+  c->body = ilir_clone_block(a, s->body);
+  c->then = ilir_clone_block(a, s->then);
+  c->els = ilir_clone_block(a, s->els);
   return c;
 }
 

@@ -155,12 +155,6 @@ static bool tiles_ok(const IlirKernel *k, const IlirBlock *b) {
   return true;
 }
 
-static IlirBlock clone_block(CtxArena *a, const IlirBlock *b) {
-  IlirBlock c = {CTX_NEW_ARRAY(a, IlirStmt *, b->n > 0 ? b->n : 1), b->n};
-  for (int i = 0; i < b->n; i++) c.stmts[i] = ilir_clone_stmt(a, b->stmts[i]);
-  return c;
-}
-
 void sched_direct_results(CtxArena *a, IlirKernel *k) {
   Dest *dest = CTX_NEW_ARRAY(a, Dest, k->nbufs);
   bool *rows = CTX_NEW_ARRAY(a, bool, k->nbufs);
@@ -170,7 +164,7 @@ void sched_direct_results(CtxArena *a, IlirKernel *k) {
   sched_keep_node_rows(k, rows);
   for (int b = 0; b < k->nbufs; b++) {
     if (!rows[b]) continue;
-    IlirBlock saved = clone_block(a, &k->body);
+    IlirBlock saved = ilir_clone_block(a, k->body);
     W.only = b, W.node = NULL;
     move(&W, &k->body);
     if (!tiles_ok(k, &k->body)) k->body = saved;

@@ -47,20 +47,6 @@ static bool is_const(const IlirExpr *e) {
   return e && e->kind == ILIR_CONST && e->type == ILIR_I64;
 }
 
-/* The integer comparison or logic [op] of two constants. */
-static long fold(int op, long x, long y) {
-  switch (op) {
-  case ILIR_EQ: return x == y;
-  case ILIR_NE: return x != y;
-  case ILIR_LT: return x < y;
-  case ILIR_LE: return x <= y;
-  case ILIR_GT: return x > y;
-  case ILIR_GE: return x >= y;
-  case ILIR_AND: return x && y;
-  default: return x || y; /* ILIR_OR */
-  }
-}
-
 /* [e] with num_deps[n] the constant arity, folded where that makes constants
  * (new nodes throughout: expressions may be shared). */
 static IlirExpr *spec_expr(const Spec *S, const IlirExpr *e) {
@@ -71,13 +57,8 @@ static IlirExpr *spec_expr(const Spec *S, const IlirExpr *e) {
     return ilir_const_i(a, S->arity);
   IlirExpr *x = spec_expr(S, e->a), *y = spec_expr(S, e->b), *c = spec_expr(S, e->c);
   switch (e->kind) {
-  case ILIR_BINARY:
-    if (e->op >= ILIR_EQ && e->op <= ILIR_OR && is_const(x) && is_const(y))
-      return ilir_const_i(a, fold(e->op, x->ival, y->ival));
-    return ilir_binary(a, e->op, x, y);
-  case ILIR_SELECT:
-    if (is_const(c)) return c->ival ? x : y;
-    return ilir_select(a, c, x, y);
+  case ILIR_BINARY: return ilir_binary(a, e->op, x, y); /* the constructors fold */
+  case ILIR_SELECT: return ilir_select(a, c, x, y);
   case ILIR_TO_F32: return ilir_to_f32(a, x);
   case ILIR_REDUCE:
     return ilir_reduce(a, e->op, e->var, spec_expr(S, e->lo), spec_expr(S, e->hi), x);
