@@ -39,7 +39,7 @@ MODELS = [  # label, model, dims, input file
     ("seqlstm", "seqlstm", ["-D", "H=256"], "seq.nodes"),
 ]
 PASSES = ["specialize-leaf", "register-tile", "share-weights", "fuse-epilogue", "all-deps",
-          "hoist-local", "hoist-products", "direct-results", "dense-scratch", "interchange",
+          "hoist-local", "hoist-products", "direct-results", "leaf-views", "dense-scratch", "interchange",
           "vector-math"]
 # the recursion primitives, added to the default schedule (when ctx has them)
 PRIMS = [("unroll_recursion 1", "unroll_recursion 1"), ("unroll_recursion 2", "unroll_recursion 2"),

@@ -255,8 +255,52 @@ static LLVMValueRef emit_load(CgEmit *E, const IlirExpr *e) {
   return f ? v : LLVMBuildSExt(E->b, v, E->i64, "");
 }
 
-/* c ? a : b with only the chosen arm evaluated. */
+/* sum(coefs[i] * atoms[i]) + konst over the atoms [use] says, as an i64. */
+static LLVMValueRef linear_sum(CgEmit *E, IlirExpr **atoms, const long *coefs, int n,
+                               const bool *use, long konst) {
+  LLVMValueRef sum = cg_const_i64(E, konst);
+  for (int i = 0; i < n; i++)
+    if (use[i])
+      sum = LLVMBuildAdd(E->b, sum, LLVMBuildMul(E->b, cg_emit_expr(E, atoms[i]),
+                                                 cg_const_i64(E, coefs[i]), ""), "");
+  return sum;
+}
+
+/* The address a view (ilir_is_view: c ? P[ia] : R[ib]) reads: the terms
+ * both indices share (the same atom, the same coefficient: what moves with
+ * the loops inside a row) added once to a pointer chosen between the rows —
+ * select(c, P + rest_a, R + rest_b) is then the same for the whole row, and
+ * LLVM hoists it; the loads vectorize as a plain row's do. Plain GEPs: the
+ * arm not taken may point anywhere (an inner node's word). */
+LLVMValueRef cg_view_ptr(CgEmit *E, const IlirExpr *e) {
+  enum { MAX_ATOMS = 16 };
+  IlirExpr *aa[MAX_ATOMS], *ba[MAX_ATOMS];
+  long ac[MAX_ATOMS], bc[MAX_ATOMS], ak, bk;
+  int na = ilir_linear(e->a->a, aa, ac, MAX_ATOMS, &ak);
+  int nb = ilir_linear(e->b->a, ba, bc, MAX_ATOMS, &bk);
+  if (na < 0 || nb < 0) return cg_fail(E, E->ptr, "view with too many index terms", na);
+  bool arest[MAX_ATOMS], brest[MAX_ATOMS], common[MAX_ATOMS];
+  for (int i = 0; i < na; i++) arest[i] = true, common[i] = false;
+  for (int j = 0; j < nb; j++) brest[j] = true;
+  for (int i = 0; i < na; i++)
+    for (int j = 0; j < nb && arest[i]; j++)
+      if (brest[j] && ac[i] == bc[j] && ilir_same_expr(aa[i], ba[j], NULL, NULL))
+        arest[i] = brest[j] = false, common[i] = true;
+  LLVMValueRef c = truth(E, cg_emit_expr(E, e->c), e->c->type);
+  LLVMValueRef ra = linear_sum(E, aa, ac, na, arest, ak), rb = linear_sum(E, ba, bc, nb, brest, bk);
+  LLVMValueRef pa = LLVMBuildGEP2(E->b, E->f32, E->bufs[e->a->buf], &ra, 1, "");
+  LLVMValueRef pb = LLVMBuildGEP2(E->b, E->f32, E->bufs[e->b->buf], &rb, 1, "");
+  LLVMValueRef row = LLVMBuildSelect(E->b, c, pa, pb, "view");
+  LLVMValueRef at = linear_sum(E, aa, ac, na, common, 0);
+  return LLVMBuildGEP2(E->b, E->f32, row, &at, 1, "");
+}
+
+/* c ? a : b with only the chosen arm evaluated (a view: one load through the
+ * chosen row, cg_view_ptr). */
 static LLVMValueRef emit_select(CgEmit *E, const IlirExpr *e) {
+  if (ilir_is_view(e) && !E->failed && E->k->bufs[e->a->buf].kind != ILIR_BUF_PACKED &&
+      E->k->bufs[e->b->buf].kind != ILIR_BUF_PACKED)
+    return LLVMBuildLoad2(E->b, E->f32, cg_view_ptr(E, e), "view");
   LLVMValueRef c = truth(E, cg_emit_expr(E, e->c), e->c->type);
   LLVMBasicBlockRef then = cg_new_block(E, "sel.then"), els = cg_new_block(E, "sel.else");
   LLVMBasicBlockRef join = cg_new_block(E, "sel.join");

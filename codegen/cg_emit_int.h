@@ -49,6 +49,9 @@ LLVMBasicBlockRef cg_loop_close(CgEmit *E, CgLoop *L);
 bool cg_bind_var(CgEmit *E, const IlirVar *v, LLVMValueRef val);
 
 LLVMValueRef cg_emit_expr(CgEmit *E, const IlirExpr *e);
+/* The element a view reads (ilir_is_view), through the row's pointer
+ * chosen once (cg_emit.c). */
+LLVMValueRef cg_view_ptr(CgEmit *E, const IlirExpr *e);
 void cg_emit_store(CgEmit *E, const IlirStmt *s);
 
 /* This thread's contiguous share of the node range [*lo, *hi). */

@@ -116,7 +116,7 @@ typedef struct {
 static CgStream tile_stream(CgEmit *E, const IlirExpr *red, const IlirVar *j, LLVMValueRef i0) {
   const IlirExpr *p = red->a->b;
   CgStream st = {NULL, NULL};
-  if (E->k->bufs[p->buf].kind != ILIR_BUF_PACKED) return st;
+  if (p->kind != ILIR_LOAD || E->k->bufs[p->buf].kind != ILIR_BUF_PACKED) return st;
   const IlirPack *pk = &E->k->bufs[p->buf].pack;
   long panel = cg_pack_panel(pk), tail = pk->cols % panel;
   if (!packed_row_form(p->a, red->var, j, pk->cols)) {
@@ -153,10 +153,16 @@ static void tile_step(CgEmit *E, const CgTile *T, const CgStreamTerms *S, CgStre
   LLVMTypeRef vt = vec_type(E, vl);
   LLVMValueRef w[MAX_ACC];
   if (!cg_bind_var(E, S->red[0]->var, r) || !bind_outs(E, T, i0)) return;
+  /* a view (a leaf's row where it is): one pointer for the row */
+  LLVMValueRef view = ilir_is_view(y) ? cg_view_ptr(E, y) : NULL;
   LLVMValueRef row = st.base ? LLVMBuildAdd(E->b, st.base, LLVMBuildMul(E->b, r, st.step, ""), "")
+                     : view  ? NULL
                              : cg_emit_expr(E, y->a);
   for (int v = 0; v < iv; v++) {
-    w[v] = LLVMBuildLoad2(E->b, vt, elem_ptr(E, y->buf, plus(E, row, (long)v * vl)), "w");
+    LLVMValueRef off = cg_const_i64(E, (long)v * vl);
+    LLVMValueRef at = view ? LLVMBuildGEP2(E->b, E->f32, view, &off, 1, "")
+                           : elem_ptr(E, y->buf, plus(E, row, (long)v * vl));
+    w[v] = LLVMBuildLoad2(E->b, vt, at, "w");
     LLVMSetAlignment(w[v], 4);
   }
   for (int t = 0; t < S->n && !E->failed; t++) {
@@ -231,8 +237,9 @@ static int tile_vectors(const CgEmit *E, const CgTile *T, int nb, int vl, int wa
   for (; iv > 1; iv--) {
     bool fits = na * iv + iv + 2 <= E->vec_regs && na * iv <= MAX_ACC;
     for (int g = 0; g < T->nstreams && fits; g++) {
-      const IlirBuf *y = &E->k->bufs[T->stream[g].red[0]->a->b->buf];
-      long panel = y->kind == ILIR_BUF_PACKED ? cg_pack_panel(&y->pack) : 0;
+      const IlirExpr *ye = T->stream[g].red[0]->a->b;
+      const IlirBuf *y = ye->kind == ILIR_LOAD ? &E->k->bufs[ye->buf] : NULL;
+      long panel = y && y->kind == ILIR_BUF_PACKED ? cg_pack_panel(&y->pack) : 0;
       fits = !panel || panel == y->pack.cols || panel % ((long)iv * vl) == 0;
     }
     if (fits) break;
@@ -273,7 +280,8 @@ static bool tile_streams(CgEmit *E, CgTile *T) {
       CgStreamTerms *S = NULL;
       for (int g = 0; g < T->nstreams && !S; g++) {
         const IlirExpr *red0 = T->stream[g].red[0];
-        if (E->k->bufs[y->buf].kind == ILIR_BUF_PACKED && red0->a->b->buf == y->buf &&
+        if (y->kind == ILIR_LOAD && E->k->bufs[y->buf].kind == ILIR_BUF_PACKED &&
+            red0->a->b->kind == ILIR_LOAD && red0->a->b->buf == y->buf &&
             red0->hi->ival == terms[t]->hi->ival && T->stream[g].prod[T->stream[g].n - 1] != p)
           S = &T->stream[g];
       }

@@ -39,6 +39,7 @@ BOOL_KNOB(fuse, fuse_epilogue)
 BOOL_KNOB(share, share_weights)
 BOOL_KNOB(dense, dense_scratch)
 BOOL_KNOB(direct, direct_results)
+BOOL_KNOB(views, leaf_views)
 static int get_hoist(const SchedPlan *p) { return p->hoist_invariant && p->hoist_products; }
 static void set_hoist(SchedPlan *p, int v) { p->hoist_invariant = p->hoist_products = v != 0; }
 static int get_nb(const SchedPlan *p) { return index_of(tile_nodes, NTN, p->tile_nodes); }
@@ -69,7 +70,7 @@ static const Knob knobs[] = {
     {"share_weights", 2, get_share, set_share}, {"fuse", 2, get_fuse, set_fuse},
     {"hoist_local", 2, get_local, set_local},  {"all_deps", 2, get_deps, set_deps},
     {"hoist", 2, get_hoist, set_hoist},        {"dense", 2, get_dense, set_dense},
-    {"direct_results", 2, get_direct, set_direct},
+    {"direct_results", 2, get_direct, set_direct}, {"leaf_views", 2, get_views, set_views},
     {"specialize leaf", 2, get_spec, set_spec},
     {"refactor_recursion", 2, get_refactor, set_refactor},
     {"unroll_recursion", 3, get_unroll, set_unroll},
@@ -628,6 +629,9 @@ int ctx_tune(CtxSession *s) {
   IlirKernel *tiles = ilir_lower(s->arena, &s->diag, p);
   if (tiles && sched_apply(s->arena, &s->diag, tiles, &before))
     find_tile_ops(&S, tiles, &tiles->body);
+  /* what --dump=schedule names the row tile by (sched_apply sets them) */
+  S.def.plan.row_axes[0] = before.row_axes[0];
+  S.def.plan.row_axes[1] = before.row_axes[1];
   S.nbufs = k->nbufs;
   S.own_nb = calloc((size_t)S.nbufs, sizeof *S.own_nb);
   S.own_no = calloc((size_t)S.nbufs, sizeof *S.own_no);

@@ -96,7 +96,7 @@ typedef enum {
   ILIR_UNARY,     /* op: IlirUnOp of a */
   ILIR_BINARY,    /* op: IlirBinOp of a, b (both of the result type, except
                      comparisons: I64 result of two operands of one type) */
-  ILIR_SELECT,    /* c (I64, nonzero = true) ? a : b */
+  ILIR_SELECT,    /* c (I64, nonzero = true) ? a : b; ival 1: a view (ilir_is_view) */
   ILIR_REDUCE,    /* op (ILIR_SUM / ILIR_MAXR) over var in [lo, hi) of a (F32) */
   ILIR_TO_F32,    /* a (I64) converted to F32 */
   ILIR_ARG        /* a kernel argument (I64): ival 0 = num_nodes, 1 = num_levels */
@@ -277,6 +277,10 @@ bool ilir_uses(const IlirExpr *e, const IlirVar *v);
 /* The terms of the float sum tree [e] (a + b + ...) into [terms] (at most
  * [cap]); returns their number, which may exceed cap. */
 int ilir_sum_terms(IlirExpr *e, IlirExpr **terms, int cap);
+/* Is [e] a view (sched_views.c): c ? P[..] : R[..], a float select of two
+ * loads marked so (ival 1) because both indices may be computed whichever
+ * arm is chosen — codegen reads it through one pointer chosen per row? */
+bool ilir_is_view(const IlirExpr *e);
 /* A register tile's products (IlirStmt): its leading output loops, each one
  * store of a sum of terms; the epilogue loops follow them. */
 enum { ILIR_TILE_MAX_PRODUCTS = 2 };
@@ -333,9 +337,15 @@ bool ilir_verify(const IlirKernel *k, CtxDiag *diag);
 void ilir_interchange(CtxArena *arena, IlirKernel *k);
 
 /* The simplifier (ilir_simplify.c): index arithmetic in a canonical linear
- * form with constants folded, `if`s on constants and empty constant loops
- * removed. In place; new nodes in [arena]. */
+ * form with constants folded, `if`s on constants, loops that never run and
+ * loops with empty bodies (but a levels loop: its barriers) removed. In
+ * place; new nodes in [arena]. */
 void ilir_simplify(CtxArena *arena, IlirKernel *k);
+/* The integer expression [e] as the simplifier sees it: konst + the sum of
+ * coefs[i] * atoms[i] (variables, loads, ... ; equal atoms merged, none with
+ * a zero coefficient). Returns the number of atoms, or -1 when there are
+ * more than [cap]. */
+int ilir_linear(IlirExpr *e, IlirExpr **atoms, long *coefs, int cap, long *konst);
 
 /* Bounds inference (ilir_bounds.c): infers the range of every buffer index
  * from the loops around it and checks that it lies inside its buffer, and

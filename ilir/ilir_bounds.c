@@ -46,6 +46,8 @@ typedef struct {
   VarRange *vars;       /* [nvars]; base BASE_UNKNOWN when not in scope */
   const IlirVar *node;  /* the innermost nodes loop's variable */
   bool once;            /* inside a parallel loop over [0, 1) */
+  bool inner;           /* inside a levels loop that starts after level 0: the
+                           kernel has two levels or more when it runs */
   bool ok;
 } Bounds;
 
@@ -136,7 +138,10 @@ static void check_access(Bounds *B, int buf, const IlirExpr *index, bool store) 
   case ILIR_BUF_PARAM: case ILIR_BUF_PACKED: case ILIR_BUF_INVARIANT:
     ok = fits(r, b->size, false);
     break;
-  case ILIR_BUF_LEVELS: ok = r.base == BASE_LEVEL && r.scale == 1 && r.lo >= 0 && r.hi <= 1; break;
+  case ILIR_BUF_LEVELS: /* levels[l], levels[l + 1]; levels[1] (where the leaves end) */
+    ok = (r.base == BASE_LEVEL && r.scale == 1 && r.lo >= 0 && r.hi <= 1) ||
+         (B->inner && r.base == BASE_NONE && r.lo >= 0 && r.hi <= 1);
+    break;
   case ILIR_BUF_ARITY_END: ok = r.base == BASE_LEVEL && r.scale == 1 && r.lo == 0 && r.hi == 0; break;
   case ILIR_BUF_DEP:
     ok = r.base == BASE_NODE && r.scale == B->k->max_deps && r.lo >= 0 && r.hi < r.scale;
@@ -237,7 +242,7 @@ static void walk_block(Bounds *B, const IlirBlock *blk) {
       walk_expr(B, s->lo), walk_expr(B, s->hi);
       VarRange saved = B->vars[s->var->id];
       const IlirVar *node = B->node;
-      bool once = B->once;
+      bool once = B->once, inner = B->inner;
       Range lo = range_of(B, s->lo), hi = range_of(B, s->hi);
       if (s->loop == ILIR_LOOP_PARALLEL)
         B->once = lo.base == BASE_NONE && hi.base == BASE_NONE && lo.lo == 0 && hi.hi == 1;
@@ -246,6 +251,7 @@ static void walk_block(Bounds *B, const IlirBlock *blk) {
         B->node = s->var;
       } else if (s->loop == ILIR_LOOP_LEVELS) {
         B->vars[s->var->id] = (VarRange){0, 0, BASE_LEVEL};
+        B->inner = !(lo.base == BASE_NONE && lo.lo == 0);
       } else if (lo.base == BASE_NONE && hi.base == BASE_NONE) {
         B->vars[s->var->id] = (VarRange){lo.lo, hi.hi - 1, BASE_NONE};
       } else {
@@ -254,13 +260,13 @@ static void walk_block(Bounds *B, const IlirBlock *blk) {
       walk_block(B, &s->body);
       B->vars[s->var->id] = saved;
       B->node = node;
-      B->once = once;
+      B->once = once, B->inner = inner;
     }
   }
 }
 
 bool ilir_check_bounds(const IlirKernel *k, CtxDiag *diag) {
-  Bounds B = {k, diag, calloc((size_t)k->nvars + 1, sizeof(VarRange)), NULL, false, true};
+  Bounds B = {k, diag, calloc((size_t)k->nvars + 1, sizeof(VarRange)), NULL, false, false, true};
   if (!B.vars) ctx_oom();
   for (int i = 0; i <= k->nvars; i++) B.vars[i].base = BASE_UNKNOWN;
   walk_block(&B, &k->body);

@@ -274,18 +274,36 @@ static bool reads_own_rows(const IlirKernel *k, const IlirExpr *e, int buf) {
  * not reading j, neither reading the buffer [out] other than at dependencies'
  * rows (direct-results: a node's matrix product into its result row, from its
  * children's rows of it)? */
+/* Is [y] a load of a float buffer moving by one element per [j], by a
+ * nonzero stride per [r], and not with [row]? */
+static bool row_load(const IlirKernel *k, const IlirExpr *y, const IlirVar *r, const IlirVar *row,
+                     const IlirVar *j, long *rs) {
+  if (y->kind != ILIR_LOAD || y->buf < 0 || y->buf >= k->nbufs ||
+      ilir_buf_type(k->bufs[y->buf].kind) != ILIR_F32)
+    return false;
+  *rs = ilir_coef(y->a, r);
+  return *rs != ILIR_NONLINEAR && *rs != 0 && ilir_coef(y->a, j) == 1 && !ilir_uses(y->a, row);
+}
+
+bool ilir_is_view(const IlirExpr *e) {
+  return e->kind == ILIR_SELECT && e->ival == 1 && e->type == ILIR_F32 &&
+         e->a->kind == ILIR_LOAD && e->b->kind == ILIR_LOAD;
+}
+
 static bool tiled_term(const IlirKernel *k, const IlirExpr *t, const IlirVar *row,
                        const IlirVar *j, int out) {
   if (t->kind != ILIR_REDUCE || t->op != ILIR_SUM || t->lo->kind != ILIR_CONST ||
       t->lo->ival != 0 || t->hi->kind != ILIR_CONST)
     return false;
   const IlirExpr *m = t->a, *y = m->b;
-  if (m->kind != ILIR_BINARY || m->op != ILIR_MUL || y->kind != ILIR_LOAD) return false;
-  if (y->buf < 0 || y->buf >= k->nbufs || ilir_buf_type(k->bufs[y->buf].kind) != ILIR_F32)
-    return false;
-  long rs = ilir_coef(y->a, t->var);
-  return rs != ILIR_NONLINEAR && rs != 0 && ilir_coef(y->a, j) == 1 && !ilir_uses(y->a, row) &&
-         !ilir_uses(m->a, j) && !reads_own_rows(k, m, out);
+  if (m->kind != ILIR_BINARY || m->op != ILIR_MUL) return false;
+  long rs, rs2;
+  bool ok = ilir_is_view(y) /* a leaf's row where it is (leaf-views): both the same way */
+                ? row_load(k, y->a, t->var, row, j, &rs) &&
+                      row_load(k, y->b, t->var, row, j, &rs2) && rs == rs2 &&
+                      !ilir_uses(y->c, t->var) && !ilir_uses(y->c, j) && !ilir_uses(y->c, row)
+                : row_load(k, y, t->var, row, j, &rs);
+  return ok && !ilir_uses(m->a, j) && !reads_own_rows(k, m, out);
 }
 
 /* What a tile writes: buffer [buf] at [index], an expression of [var]. */

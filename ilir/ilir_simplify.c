@@ -71,6 +71,20 @@ static bool is_linear_op(const IlirExpr *e) {
           (e->op == ILIR_MUL && (e->a->kind == ILIR_CONST || e->b->kind == ILIR_CONST)));
 }
 
+int ilir_linear(IlirExpr *e, IlirExpr **atoms, long *coefs, int cap, long *konst) {
+  Linear L = {{0}, {0}, 0, 0, true};
+  collect(&L, e, 1);
+  if (!L.ok) return -1;
+  int n = 0;
+  for (int i = 0; i < L.n; i++) {
+    if (!L.coef[i]) continue;
+    if (n == cap) return -1;
+    atoms[n] = L.atom[i], coefs[n++] = L.coef[i];
+  }
+  *konst = L.c;
+  return n;
+}
+
 static IlirExpr *simplify_expr(CtxArena *a, IlirExpr *e) {
   if (!e) return NULL;
   e->a = simplify_expr(a, e->a);
@@ -111,6 +125,7 @@ static void simplify_block(CtxArena *a, IlirBlock *b) {
       simplify_block(a, &s->body);
       if (s->lo->kind == ILIR_CONST && s->hi->kind == ILIR_CONST && s->lo->ival >= s->hi->ival)
         continue; /* never runs */
+      if (!s->body.n && s->loop != ILIR_LOOP_LEVELS) continue; /* does nothing */
     }
     b->stmts[out++] = s;
   }

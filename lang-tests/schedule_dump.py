@@ -18,16 +18,24 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OPTS = ["specialize-leaf", "register-tile", "hoist-products", "hoist-invariant",
         "dense-scratch", "fuse-epilogue", "all-deps", "share-weights", "hoist-local",
-        "interchange", "direct-results", "hoist-products,hoist-local", "register-tile,fuse-epilogue"]
+        "interchange", "direct-results", "leaf-views", "hoist-products,hoist-local", "register-tile,fuse-epilogue"]
 # schedule files for example models: (model, schedule, extra flags)
 FILES = [("examples/treelstm.ctx", "examples/treelstm.cpu.sched", []),
          ("lang-tests/engines/invariant.ctx", "lang-tests/engines/invariant.loops.sched", []),
          ("lang-tests/engines/childsum_for.ctx", "lang-tests/engines/childsum_for.loops.sched",
           []),
-         ("lang-tests/sched/model.ctx", "lang-tests/sched/tile_per_op.sched", ["-D", "H=4"])]
+         ("lang-tests/sched/model.ctx", "lang-tests/sched/tile_per_op.sched", ["-D", "H=4"]),
+         ("examples/mvrnn.ctx", "lang-tests/sched/tile_rows.sched", ["-D", "H=16", "-D", "V=20"]),
+         ("examples/mvrnn.ctx", "lang-tests/sched/tile_rows_level.sched",
+          ["-D", "H=16", "-D", "V=20"])]
 # (model, schedule, flags, the register tiles' shapes in --dump=ilir, in order)
 TILES = [("lang-tests/sched/model.ctx", "lang-tests/sched/tile_per_op.sched", ["-D", "H=4"],
-          ["2 x 32", "4 x 16", "4 x 16"])]
+          ["2 x 32", "4 x 16", "4 x 16"]),
+         ("examples/mvrnn.ctx", "lang-tests/sched/tile_rows.sched", ["-D", "H=16", "-D", "V=20"],
+          ["2 x 32", "4 x 16"]),
+         ("examples/mvrnn.ctx", "lang-tests/sched/tile_rows_level.sched",
+          ["-D", "H=16", "-D", "V=20"], ["3 x 16", "3 x 16"]),
+         ("examples/mvrnn.ctx", None, ["-D", "H=16", "-D", "V=20"], ["6 x 64", "4 x 64"])]
 
 
 def ctx(binary, *args):
@@ -82,8 +90,8 @@ def main():
                       f"{model} -s {sched}"))
     failed = 0
     for model, sched, flags, want in TILES:
-        _, ilir, err = ctx(a.ctx, "--dump=ilir", *flags, "-s", os.path.join(ROOT, sched),
-                           os.path.join(ROOT, model))
+        given = ["-s", os.path.join(ROOT, sched)] if sched else []
+        _, ilir, err = ctx(a.ctx, "--dump=ilir", *flags, *given, os.path.join(ROOT, model))
         got = re.findall(r"register tile (\d+ x \d+)", ilir)
         if got != want:
             failed += 1

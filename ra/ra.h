@@ -181,8 +181,10 @@ enum {
   RA_OPT_SHARE_WEIGHTS = 4096, /* sched: register tiles reading the same weights as one */
   RA_OPT_HOIST_LOCAL = 8192, /* sched: operators reading only their node's inputs, for
                                 the whole batch before the levels */
-  RA_OPT_DIRECT_RESULTS = 16384 /* sched: returned operators computed in their result
+  RA_OPT_DIRECT_RESULTS = 16384, /* sched: returned operators computed in their result
                                    rows, not copied there */
+  RA_OPT_LEAF_VIEWS = 32768 /* sched: leaves' parameter rows read where they are, not
+                               copied into result rows */
 };
 
 /* The optimizations that are off unless `--enable=NAME` turns them on: built

@@ -19,7 +19,7 @@
 
 typedef enum {
   SCHED_DYNAMIC_BATCH, SCHED_SPECIALIZE, SCHED_FUSE, SCHED_HOIST, SCHED_DENSE,
-  SCHED_HOIST_INVARIANT, SCHED_HOIST_PRODUCTS, SCHED_HOIST_LOCAL, SCHED_DIRECT_RESULTS, SCHED_ALL_DEPS,
+  SCHED_HOIST_INVARIANT, SCHED_HOIST_PRODUCTS, SCHED_HOIST_LOCAL, SCHED_DIRECT_RESULTS, SCHED_LEAF_VIEWS, SCHED_ALL_DEPS,
   SCHED_SHARE_WEIGHTS,
   SCHED_SPLIT, SCHED_TILE, SCHED_REORDER, SCHED_VECTORIZE, SCHED_UNROLL,
   SCHED_UNROLL_RECURSION, SCHED_PARALLEL, SCHED_PERSIST, SCHED_CACHE, SCHED_BIND,
@@ -78,7 +78,12 @@ typedef struct {
   bool share_weights;          /* tiles reading the same weights as one (share-weights) */
   bool hoist_local;            /* node-local operators before the levels (hoist-local) */
   bool direct_results;         /* returned operators in their result rows (direct-results) */
+  bool leaf_views;             /* leaves' parameter rows read in place (leaf-views) */
   int tile_nodes, tile_outs;   /* register tiles of level products; 0: none */
+  int row_tile_rows, row_tile_outs; /* register tiles of products inside a node (MV-RNN's
+                                  P = WM [A; B]): rows x outputs; 0: tile_nodes x tile_outs */
+  const char *row_axes[2];     /* set by sched_apply: the rows' and outputs' axes of the
+                                  first such product tiled (--dump=schedule names them) */
   int unroll_recursion;        /* levels loops in phases of up to this many levels,
                                   no barrier inside a phase (sched_recur.c); 0, 1: none */
   bool refactor_recursion;     /* products with dependencies' results as one product

@@ -55,9 +55,15 @@ SchedPlan sched_default_plan(unsigned disabled) {
   plan.share_weights = !(disabled & RA_OPT_SHARE_WEIGHTS);
   plan.hoist_local = !(disabled & RA_OPT_HOIST_LOCAL);
   plan.direct_results = !(disabled & RA_OPT_DIRECT_RESULTS);
+  plan.leaf_views = !(disabled & RA_OPT_LEAF_VIEWS);
   if (!(disabled & RA_OPT_REGISTER_TILE)) {
     plan.tile_nodes = 4;
     plan.tile_outs = 64;
+    /* a node's own product has rows to spare: 6 x 64 keeps 24 accumulators
+     * (MV-RNN H=128 B=10, P = WM [A; B]: 0.80-0.84x the time of 4 x 64 in
+     * alternating runs) */
+    plan.row_tile_rows = 6;
+    plan.row_tile_outs = 64;
   }
   return plan;
 }
@@ -319,7 +325,7 @@ static void hoist_products(CtxArena *a, IlirKernel *k) {
 typedef struct {
   CtxArena *a;
   IlirKernel *k;
-  const SchedPlan *plan;
+  SchedPlan *plan;
   int npacks; /* PACKED buffers added */
 } Tiler;
 
@@ -451,14 +457,76 @@ static IlirStmt *tile_product(Tiler *T, const IlirStmt *nodes, const IlirStmt *s
   return tiled;
 }
 
+/* The buffers [s] reads into [rd] and writes into [wr]. */
+static void expr_reads(const IlirExpr *e, bool *rd) {
+  if (!e) return;
+  if (e->kind == ILIR_LOAD) rd[e->buf] = true;
+  expr_reads(e->a, rd), expr_reads(e->b, rd), expr_reads(e->c, rd);
+  expr_reads(e->lo, rd), expr_reads(e->hi, rd);
+}
+
+static void stmt_accesses(const IlirStmt *s, bool *rd, bool *wr) {
+  if (s->kind == ILIR_STORE) {
+    wr[s->buf] = true;
+    expr_reads(s->index, rd), expr_reads(s->value, rd);
+    return;
+  }
+  expr_reads(s->lo, rd), expr_reads(s->hi, rd), expr_reads(s->cond, rd);
+  const IlirBlock *bs[3] = {&s->body, &s->then, &s->els};
+  for (int j = 0; j < 3; j++)
+    for (int i = 0; i < bs[j]->n; i++) stmt_accesses(bs[j]->stmts[i], rd, wr);
+}
+
+/* May one node's statements [x] and [y] run in either order: neither
+ * writes a buffer the other reads or writes? */
+static bool commute(Tiler *T, const IlirStmt *x, const IlirStmt *y) {
+  int n = T->k->nbufs;
+  bool *rx = CTX_NEW_ARRAY(T->a, bool, 4 * (size_t)n), *wx = rx + n, *ry = wx + n, *wy = ry + n;
+  stmt_accesses(x, rx, wx);
+  stmt_accesses(y, ry, wy);
+  for (int b = 0; b < n; b++)
+    if ((wx[b] && (ry[b] || wy[b])) || (wy[b] && rx[b])) return false;
+  return true;
+}
+
+/* A node's statements in an order that splits well around its tileable
+ * products ([tile][i]: statement i's tiled form, or NULL): a statement after
+ * a product that it commutes with, and with everything between, moves to
+ * just before that product, into the node loop of the statements before it.
+ * MV-RNN's P = WM [A; B] reads what B a and A b, before W's level product,
+ * read — the children's matrices: after them, in the same node's loop, it
+ * finds those in L2 (in a loop of its own after the product, a level's
+ * children's matrices, 64 KiB each at H = 128, had left L2 by then). */
+static void hoist_past_products(Tiler *T, IlirStmt **body, IlirStmt **tile, int n) {
+  for (int i = 1; i < n; i++) {
+    if (tile[i]) continue;
+    int to = -1;
+    for (int j = i - 1; j >= 0 && commute(T, body[i], body[j]); j--)
+      if (tile[j]) to = j; /* just before the nearest product passed */
+    if (to < 0) continue;
+    IlirStmt *s = body[i];
+    memmove(body + to + 1, body + to, (size_t)(i - to) * sizeof *body);
+    memmove(tile + to + 1, tile + to, (size_t)(i - to) * sizeof *tile);
+    body[to] = s, tile[to] = NULL;
+  }
+}
+
 /* Splits the node loop [nodes] around its tileable products; NULL when it
  * has none. */
 static IlirBlock *split_nodes(Tiler *T, const IlirStmt *nodes) {
   CtxVec out = {0}, run = {0};
-  int tiled = 0;
-  for (int i = 0; i < nodes->body.n; i++) {
-    IlirStmt *s = nodes->body.stmts[i];
-    IlirStmt *t = tile_product(T, nodes, s);
+  int n = nodes->body.n, tiled = 0;
+  IlirStmt **body = CTX_NEW_ARRAY(T->a, IlirStmt *, n > 0 ? (size_t)n : 1);
+  IlirStmt **tile = CTX_NEW_ARRAY(T->a, IlirStmt *, n > 0 ? (size_t)n : 1);
+  for (int i = 0; i < n; i++) {
+    body[i] = nodes->body.stmts[i];
+    tile[i] = tile_product(T, nodes, body[i]);
+    tiled += tile[i] != NULL;
+  }
+  if (!tiled) return NULL;
+  hoist_past_products(T, body, tile, n);
+  for (int i = 0; i < n; i++) {
+    IlirStmt *s = body[i], *t = tile[i];
     if (!t) {
       ctx_vec_push(T->a, &run, s);
       continue;
@@ -470,9 +538,7 @@ static IlirBlock *split_nodes(Tiler *T, const IlirStmt *nodes) {
       run = (CtxVec){0};
     }
     ctx_vec_push(T->a, &out, t);
-    tiled++;
   }
-  if (!tiled) return NULL;
   if (run.len) {
     IlirBlock b = {(IlirStmt **)run.items, run.len};
     ctx_vec_push(T->a, &out, ilir_loop(T->a, nodes->var, nodes->lo, nodes->hi,
@@ -504,7 +570,9 @@ static void tile_block(Tiler *T, IlirBlock *b) {
 
 /* Products inside a node: a loop `for t in [0, T) { for j in [0, J) { out[..]
  * = sum(r) x(t, r) * y[.. + r * RS + j] } }` — MV-RNN's P = WM A, a matrix
- * times the node's matrix — is a register tile as it is, over t. */
+ * times the node's matrix — is a register tile as it is, over t: of its
+ * operator's `OP: tile` sizes, else the plan's row tile, else its level
+ * tile. */
 static void tile_rows(Tiler *T, IlirBlock *b) {
   for (int i = 0; i < b->n; i++) {
     IlirStmt *s = b->stmts[i];
@@ -516,10 +584,15 @@ static void tile_rows(Tiler *T, IlirBlock *b) {
     if (s->kind != ILIR_LOOP || s->tile_nodes) continue;
     const IlirStmt *outs, *store;
     if (s->loop == ILIR_LOOP_SERIAL && s->lo->kind == ILIR_CONST && s->hi->kind == ILIR_CONST) {
-      s->tile_nodes = T->plan->tile_nodes;
-      s->tile_outs = T->plan->tile_outs;
+      SchedPlan *plan = T->plan;
+      bool rows = plan->row_tile_rows > 0 && plan->row_tile_outs > 0;
+      s->tile_nodes = rows ? plan->row_tile_rows : plan->tile_nodes;
+      s->tile_outs = rows ? plan->row_tile_outs : plan->tile_outs;
       if (ilir_tiled_parts(T->k, s, &outs, &store) && tile_allowed(T, store->buf)) {
-        tile_shape(T->plan, store->buf, &s->tile_nodes, &s->tile_outs);
+        if (plan->tile_nb && store->buf < plan->nsets && plan->tile_nb[store->buf] > 0)
+          tile_shape(plan, store->buf, &s->tile_nodes, &s->tile_outs);
+        if (!plan->row_axes[0])
+          plan->row_axes[0] = s->var->name, plan->row_axes[1] = outs->var->name;
         continue;
       }
       s->tile_nodes = s->tile_outs = 0;
@@ -528,9 +601,9 @@ static void tile_rows(Tiler *T, IlirBlock *b) {
   }
 }
 
-static void register_tile(CtxArena *a, IlirKernel *k, const SchedPlan *plan) {
+static void register_tile(CtxArena *a, IlirKernel *k, SchedPlan *plan) {
   Tiler T = {a, k, plan, 0};
-  tile_block(&T, &k->body);
+  if (plan->tile_nodes > 0 && plan->tile_outs > 0) tile_block(&T, &k->body);
   tile_rows(&T, &k->body);
 }
 
@@ -724,13 +797,16 @@ bool sched_apply(CtxArena *arena, CtxDiag *diag, IlirKernel *k, SchedPlan *plan)
   if (plan->hoist_local) sched_hoist_local(arena, k);
   if (plan->all_deps) sched_all_deps(arena, k);
   if (plan->schedule && !sched_schedule_loops(arena, diag, k, plan)) return false;
-  if (plan->tile_nodes > 0 && plan->tile_outs > 0) register_tile(arena, k, plan);
+  if ((plan->tile_nodes > 0 && plan->tile_outs > 0) ||
+      (plan->row_tile_rows > 0 && plan->row_tile_outs > 0))
+    register_tile(arena, k, plan);
   if (plan->fuse_epilogue) fuse_block(arena, k, &k->body);
   if (plan->share_weights) sched_share_weights(arena, k);
   if (plan->nparallel && !sched_schedule_shares(arena, diag, k, plan)) return false;
   sched_specialize_arity(arena, k, plan);
   if (plan->interchange) ilir_interchange(arena, k);
   if (plan->direct_results) sched_direct_results(arena, k);
+  if (plan->leaf_views) sched_leaf_views(arena, k);
   if (plan->dense_scratch) dense_scratch(arena, k, plan);
   sched_unroll_recursion(arena, k, plan->unroll_recursion);
   ilir_simplify(arena, k);

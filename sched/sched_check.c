@@ -343,6 +343,7 @@ static const VerbInfo verbs[] = {
     {"hoist_products", SCHED_HOIST_PRODUCTS, 0, "hoist_products", no_args},
     {"hoist_local", SCHED_HOIST_LOCAL, 0, "hoist_local", no_args},
     {"direct_results", SCHED_DIRECT_RESULTS, 0, "direct_results", no_args},
+    {"leaf_views", SCHED_LEAF_VIEWS, 0, "leaf_views", no_args},
     {"all_deps", SCHED_ALL_DEPS, 0, "all_deps", no_args},
     {"share_weights", SCHED_SHARE_WEIGHTS, 0, "share_weights", no_args},
     {"split", SCHED_SPLIT, 1, "OP: split AXIS by FACTOR", split_args},

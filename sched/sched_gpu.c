@@ -90,6 +90,11 @@ static void cuda_directive(CtxDiag *diag, const SchedDirective *d, SchedPlan *pl
                                     "row and copies the returned ones (direct_results is a "
                                     "cpu directive for now)");
     break;
+  case SCHED_LEAF_VIEWS:
+    ctx_diag_warning(diag, d->span, "not applied: the cuda backend copies the leaves' "
+                                    "parameter rows into their result rows (leaf_views is a "
+                                    "cpu directive for now)");
+    break;
   default: break; /* split, unroll, reorder, vectorize: sched_schedule_loops */
   }
 }
@@ -100,7 +105,7 @@ SchedPlan sched_cuda_plan(CtxDiag *diag, const Schedule *s, unsigned disabled,
   gpu->bind_blocks = true;
   gpu->shared_limit = sched_gpu_shared_limit(NULL);
   SchedPlan plan = sched_default_plan(disabled | RA_OPT_REGISTER_TILE | RA_OPT_FUSE_EPILOGUE |
-                                      RA_OPT_DIRECT_RESULTS);
+                                      RA_OPT_DIRECT_RESULTS | RA_OPT_LEAF_VIEWS);
   if (!s) return plan;
   memset(&plan, 0, sizeof plan);
   plan.interchange = !(disabled & RA_OPT_INTERCHANGE);

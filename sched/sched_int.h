@@ -80,6 +80,10 @@ void sched_hoist_local(CtxArena *a, IlirKernel *k);
  * copied there (sched_results.c, direct-results). */
 void sched_direct_results(CtxArena *a, IlirKernel *k);
 
+/* A leaf's copy of a parameter row into its result row dropped, its parents
+ * reading the parameter's row in its place (sched_views.c, leaf-views). */
+void sched_leaf_views(CtxArena *a, IlirKernel *k);
+
 /* The recursion primitives (sched_recur.c): unroll_recursion's PHASES buffer
  * for phases of up to [levels] levels; refactor_recursion's products per node,
  * false after reporting (at the directive of [plan]'s schedule) that there is

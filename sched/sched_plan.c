@@ -16,6 +16,11 @@
  *   OP: tile(node, AXIS) by (NB, NO)
  *                            register-tile the level products OP is or reads,
  *                            NB nodes x NO outputs
+ *   tile(ROWS, AXIS) by (NR, NO)
+ *                            register-tile the products inside a node (a
+ *                            matrix times the node's matrix: MV-RNN's P), NR
+ *                            rows x NO outputs; without it they take the level
+ *                            products' tile
  *   OP: split AXIS by F      ilir_split_loop on OP's loops over AXIS
  *   OP: unroll AXIS [by F]   ilir_unroll_loop: all iterations when at most F (64
  *                            without F), else after a split by F, AXIS.inner
@@ -260,6 +265,7 @@ SchedPlan sched_schedule_plan(CtxDiag *diag, const Schedule *s, unsigned disable
   plan.interchange = !(disabled & RA_OPT_INTERCHANGE); /* a form, not a schedule choice */
   plan.schedule = s;
   bool bare_tile = false; /* a tile directive without an operator: every product's sizes */
+  bool row_tile = false;  /* one for the products inside a node */
   for (int i = 0; i < s->ndirs; i++) {
     const SchedDirective *d = &s->dirs[i];
     switch (d->verb) {
@@ -276,23 +282,36 @@ SchedPlan sched_schedule_plan(CtxDiag *diag, const Schedule *s, unsigned disable
     case SCHED_HOIST_PRODUCTS: plan.hoist_products = true; break;
     case SCHED_HOIST_LOCAL: plan.hoist_local = true; break;
     case SCHED_DIRECT_RESULTS: plan.direct_results = true; break;
+    case SCHED_LEAF_VIEWS: plan.leaf_views = true; break;
     case SCHED_ALL_DEPS: plan.all_deps = true; break;
     case SCHED_SHARE_WEIGHTS: plan.share_weights = true; break;
     case SCHED_DENSE: plan.dense_scratch = true; break;
-    case SCHED_TILE:
-      if (d->naxes != 2 || strcmp(d->axes[0], "node") != 0) {
+    case SCHED_TILE: {
+      bool level = d->naxes == 2 && strcmp(d->axes[0], "node") == 0;
+      bool rows = d->naxes == 2 && !level && strcmp(d->axes[1], "node") != 0 &&
+                  (!d->op || d->op->shape.rank >= 2);
+      if (!level && !rows) {
         ctx_diag_error(diag, d->span, "the cpu backend tiles a level's products over "
-                                      "(node, AXIS): write OP: tile(node, i) by (NB, NO)");
+                                      "(node, AXIS) and a matrix operator's own over (ROWS, "
+                                      "AXIS): write OP: tile(node, i) by (NB, NO)");
         plan.failed = true;
       } else if (d->factors[0] > 8 || d->factors[1] > 256) {
-        ctx_diag_error(diag, d->span, "a register tile holds at most 8 nodes x 256 outputs");
+        ctx_diag_error(diag, d->span, "a register tile holds at most 8 %s x 256 outputs",
+                       level ? "nodes" : "rows");
         plan.failed = true;
+      } else if (!level && !d->op) { /* products inside a node */
+        plan.row_tile_rows = (int)d->factors[0];
+        plan.row_tile_outs = (int)d->factors[1];
+        row_tile = true;
+      } else if (!level) { /* an operator's own sizes (sched_schedule_sets); rows on */
+        if (!row_tile) plan.row_tile_rows = (int)d->factors[0], plan.row_tile_outs = (int)d->factors[1];
       } else if (!d->op || !bare_tile) { /* an operator's own sizes: sched_schedule_sets */
         plan.tile_nodes = (int)d->factors[0];
         plan.tile_outs = (int)d->factors[1];
         bare_tile |= !d->op;
       }
       break;
+    }
     case SCHED_PARALLEL:
       if (plan.nparallel == SCHED_MAX_PARALLEL) {
         ctx_diag_error(diag, d->span, "at most %d 'parallel' directives", SCHED_MAX_PARALLEL);
@@ -313,6 +332,9 @@ SchedPlan sched_schedule_plan(CtxDiag *diag, const Schedule *s, unsigned disable
     default: break; /* the loop directives: sched_schedule_loops */
     }
   }
+  /* without a row tile, a node's own products take the level products' tile */
+  if (!row_tile && !plan.row_tile_rows)
+    plan.row_tile_rows = plan.tile_nodes, plan.row_tile_outs = plan.tile_outs;
   return plan;
 }
 

@@ -20,7 +20,8 @@ static const char *verb_name(SchedVerb v) {
       [SCHED_DYNAMIC_BATCH] = "dynamic_batch", [SCHED_SPECIALIZE] = "specialize",
       [SCHED_FUSE] = "fuse", [SCHED_HOIST] = "hoist", [SCHED_DENSE] = "dense",
       [SCHED_HOIST_INVARIANT] = "hoist_invariant", [SCHED_HOIST_PRODUCTS] = "hoist_products",
-      [SCHED_HOIST_LOCAL] = "hoist_local", [SCHED_DIRECT_RESULTS] = "direct_results", [SCHED_ALL_DEPS] = "all_deps",
+      [SCHED_HOIST_LOCAL] = "hoist_local", [SCHED_DIRECT_RESULTS] = "direct_results",
+      [SCHED_LEAF_VIEWS] = "leaf_views", [SCHED_ALL_DEPS] = "all_deps",
       [SCHED_SHARE_WEIGHTS] = "share_weights", [SCHED_SPLIT] = "split", [SCHED_TILE] = "tile",
       [SCHED_REORDER] = "reorder", [SCHED_VECTORIZE] = "vectorize", [SCHED_UNROLL] = "unroll",
       [SCHED_UNROLL_RECURSION] = "unroll_recursion",
@@ -109,9 +110,13 @@ static void print_default(CtxBuf *out, const RaProgram *p, const SchedPlan *plan
   if (plan->tile_nodes > 0 && plan->tile_outs > 0)
     ctx_buf_printf(out, "  tile(node, i) by (%d, %d)\n",
                    plan->tile_nodes, plan->tile_outs);
+  if (plan->row_axes[0] && plan->row_tile_rows > 0 && plan->row_tile_outs > 0)
+    ctx_buf_printf(out, "  tile(%s, %s) by (%d, %d)\n", plan->row_axes[0], plan->row_axes[1],
+                   plan->row_tile_rows, plan->row_tile_outs);
   if (plan->fuse_epilogue) ctx_buf_puts(out, "  fuse\n");
   if (plan->share_weights) ctx_buf_puts(out, "  share_weights\n");
   if (plan->direct_results) ctx_buf_puts(out, "  direct_results\n");
+  if (plan->leaf_views) ctx_buf_puts(out, "  leaf_views\n");
   if (plan->dense_scratch) ctx_buf_puts(out, "  dense\n");
   for (int i = 0; i < plan->nparallel; i++)
     ctx_buf_printf(out, "  %s%sparallel %s\n", plan->parallel[i].op ? plan->parallel[i].op->name : "",

@@ -48,7 +48,7 @@ syn keyword ctxDirective contained dynamic_batch specialize fuse hoist dense spl
 syn keyword ctxDirective contained reorder vectorize unroll unroll_recursion refactor_recursion parallel
 syn keyword ctxDirective contained persist cache bind
 syn keyword ctxDirective contained hoist_invariant hoist_products hoist_local all_deps
-syn keyword ctxDirective contained share_weights direct_results
+syn keyword ctxDirective contained share_weights direct_results leaf_views
 " SCHEDARG: only inside a schedule body
 syn keyword ctxSchedarg contained by to shared registers block thread
 
