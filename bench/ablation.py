@@ -14,7 +14,7 @@ gives each configuration's latency over the default's (> 1: slower without
 it, or with it).
 
 Usage: bench/ablation.sh [--quick] [--only MODEL] [--budget S] [--no-tune] [--batches 1,10]
-                         [--no-passes]
+                         [--no-passes] [--no-prims] [--rounds N]
 """
 import argparse
 import json
@@ -73,7 +73,7 @@ def configs(a, ctx, mctx, dims, work, label, tuned):
     out = [("default", [])]
     out += [("-" + p, ["--disable=" + p]) for p in (PASSES if not a.no_passes else [])]
     _, dump, _ = sh([ctx, "check", "--dump=schedule", mctx] + dims)
-    for name, directive in PRIMS:
+    for name, directive in (PRIMS if not a.no_prims else []):
         path = os.path.join(work, "%s.%s.sched" % (label, name.replace(" ", "")))
         with open(path, "w") as f:
             f.write(dump.replace("  persist\n", "  persist\n  %s\n" % directive))
@@ -182,9 +182,15 @@ def main():
     ap.add_argument("--batches", default="1,10", help="batch sizes, e.g. 10 or 1,10")
     ap.add_argument("--no-passes", action="store_true",
                     help="leave out the columns of the default passes turned off")
+    ap.add_argument("--no-prims", action="store_true",
+                    help="leave out the columns of the recursion primitives")
+    ap.add_argument("--rounds", type=int, default=0, dest="nrounds",
+                    help="alternating rounds (default 3 with --quick, else 5)")
     a = ap.parse_args()
     count = 30 if a.quick else 100
     a.rounds, a.repeat = (3, 3) if a.quick else (5, 5)
+    if a.nrounds > 0:
+        a.rounds = a.nrounds
     a.batches = [int(b) for b in a.batches.split(",")]
     data = os.path.join(a.work, "data-%d" % count)
     os.makedirs(data, exist_ok=True)

@@ -475,9 +475,14 @@ def main():
     ap.add_argument("--cpu", default=str(os.cpu_count() - 1),
                     help="the core the one-thread runs are pinned to")
     ap.add_argument("--json", help="also write every measurement here")
+    ap.add_argument("--rounds", type=int, default=0,
+                    help="alternating rounds per cell (default 3 with --quick, else 5); a "
+                         "host whose runs swing needs more")
     a = ap.parse_args()
     q = a.quick
     count, rounds, reps, ncheck = (30, 3, 1, 4) if q else (100, 5, 1, 10)
+    if a.rounds > 0:
+        rounds = a.rounds
     t_start = time.time()
     load0 = os.getloadavg()[0]
     data = os.path.join(a.work, "data-%d" % count)

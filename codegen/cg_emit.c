@@ -617,6 +617,12 @@ static void entry_function(CgEmit *E, LLVMValueRef body) {
   LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
                           LLVMCreateStringAttribute(E->ctx, key, sizeof key - 1, width,
                                                     sizeof width - 1));
+  /* divisions marked arcp (cg_math.c's quotients) as a reciprocal estimate
+   * and one Newton step, in vectors and scalars */
+  static const char rkey[] = "reciprocal-estimates", rval[] = "vec-divf:1,divf:1";
+  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                          LLVMCreateStringAttribute(E->ctx, rkey, sizeof rkey - 1, rval,
+                                                    sizeof rval - 1));
   LLVMPositionBuilderAtEnd(E->b, LLVMAppendBasicBlockInContext(E->ctx, fn, "entry"));
   LLVMValueRef *args = ctx_xmalloc(((size_t)n + TEAM_ARGS) * sizeof *args);
   for (int i = 0; i < n; i++) {
