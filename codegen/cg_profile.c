@@ -16,7 +16,8 @@
  * min(its size, loads per iteration x iterations) x 4: a weight block a
  * level's product streams counts once per level, an embedding row once per
  * node that reads it — the traffic the region cannot avoid, not what the
- * caches saw.
+ * caches saw. A leaf's row read in place (a view, leaf-views) is a result
+ * row, not counted.
  */
 #include "codegen/cg_int.h"
 
@@ -96,6 +97,9 @@ static double block_flops(const IlirBlock *b) {
 /* Loads of buffer [buf] in one evaluation of [e] (-1: unknown). */
 static double expr_loads(const IlirExpr *e, int buf) {
   if (!e) return 0;
+  /* a view's parameter row stands for a leaf's result row (sched_views.c),
+   * and result rows are not counted */
+  if (ilir_is_view(e)) return expr_loads(e->c, buf);
   double n = e->kind == ILIR_LOAD && e->buf == buf ? 1 : 0;
   add_known(&n, expr_loads(e->a, buf));
   add_known(&n, expr_loads(e->b, buf));

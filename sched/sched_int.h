@@ -79,6 +79,8 @@ void sched_hoist_local(CtxArena *a, IlirKernel *k);
 /* Returned operators computed in their function's result rows instead of
  * copied there (sched_results.c, direct-results). */
 void sched_direct_results(CtxArena *a, IlirKernel *k);
+/* Is every register tile in [b] one codegen takes (ilir_tile_parts)? */
+bool sched_tiles_ok(const IlirKernel *k, const IlirBlock *b);
 
 /* A leaf's copy of a parameter row into its result row dropped, its parents
  * reading the parameter's row in its place (sched_views.c, leaf-views). */

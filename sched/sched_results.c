@@ -143,13 +143,14 @@ static void move(Walk *W, IlirBlock *b) {
   b->n = out;
 }
 
-static bool tiles_ok(const IlirKernel *k, const IlirBlock *b) {
+bool sched_tiles_ok(const IlirKernel *k, const IlirBlock *b) {
   for (int i = 0; i < b->n; i++) {
     const IlirStmt *s = b->stmts[i];
     IlirTileParts parts;
-    if (s->kind == ILIR_IF && (!tiles_ok(k, &s->then) || !tiles_ok(k, &s->els))) return false;
+    if (s->kind == ILIR_IF && (!sched_tiles_ok(k, &s->then) || !sched_tiles_ok(k, &s->els)))
+      return false;
     if (s->kind != ILIR_LOOP) continue;
-    if ((s->tile_nodes && !ilir_tile_parts(k, s, &parts)) || !tiles_ok(k, &s->body))
+    if ((s->tile_nodes && !ilir_tile_parts(k, s, &parts)) || !sched_tiles_ok(k, &s->body))
       return false;
   }
   return true;
@@ -167,6 +168,6 @@ void sched_direct_results(CtxArena *a, IlirKernel *k) {
     IlirBlock saved = ilir_clone_block(a, k->body);
     W.only = b, W.node = NULL;
     move(&W, &k->body);
-    if (!tiles_ok(k, &k->body)) k->body = saved;
+    if (!sched_tiles_ok(k, &k->body)) k->body = saved;
   }
 }

@@ -52,6 +52,38 @@ typedef struct {
   int only;             /* the view being rewritten */
 } Views;
 
+/* What entering a loop or a reduction over [var] changes, to restore. */
+typedef struct {
+  int id, level;
+  bool known;
+  long lo, hi;
+  const IlirVar *node;
+} Scope;
+
+/* [var] in [lo, hi) from here on (known when both are constants). */
+static Scope enter(Views *V, const IlirVar *var, const IlirExpr *lo, const IlirExpr *hi) {
+  int id = var->id;
+  Scope sc = {id, V->level, V->known[id], V->lo[id], V->hi[id], V->node};
+  V->known[id] = lo->kind == ILIR_CONST && hi->kind == ILIR_CONST;
+  V->lo[id] = lo->ival, V->hi[id] = hi->ival - 1;
+  return sc;
+}
+
+static void leave(Views *V, Scope sc) {
+  V->known[sc.id] = sc.known, V->lo[sc.id] = sc.lo, V->hi[sc.id] = sc.hi;
+  V->node = sc.node, V->level = sc.level;
+}
+
+static bool leaf_level(const IlirStmt *s);
+
+/* enter() for the loop [s], also its nodes variable or its levels. */
+static Scope enter_loop(Views *V, const IlirStmt *s) {
+  Scope sc = enter(V, s->var, s->lo, s->hi);
+  if (s->loop == ILIR_LOOP_NODES) V->node = s->var;
+  if (s->loop == ILIR_LOOP_LEVELS) V->level = leaf_level(s) ? 1 : 2;
+  return sc;
+}
+
 /* Is [s] the leaf level: a levels loop over [0, (num_levels > 0))? */
 static bool leaf_level(const IlirStmt *s) {
   const IlirExpr *hi = s->hi;
@@ -182,13 +214,9 @@ static void check_access(Views *V, int buf, IlirExpr *index, const IlirStmt *st)
 static void scan_expr(Views *V, IlirExpr *e) {
   if (!e) return;
   if (e->kind == ILIR_REDUCE) {
-    int id = e->var->id;
-    bool known = V->known[id];
-    long lo = V->lo[id], hi = V->hi[id];
-    V->known[id] = e->lo->kind == ILIR_CONST && e->hi->kind == ILIR_CONST;
-    V->lo[id] = e->lo->ival, V->hi[id] = e->hi->ival - 1;
+    Scope sc = enter(V, e->var, e->lo, e->hi);
     scan_expr(V, e->a);
-    V->known[id] = known, V->lo[id] = lo, V->hi[id] = hi;
+    leave(V, sc);
     return;
   }
   if (e->kind == ILIR_LOAD) check_access(V, e->buf, e->a, NULL);
@@ -207,17 +235,9 @@ static void scan(Views *V, const IlirBlock *b) {
       scan(V, &s->then), scan(V, &s->els);
     } else {
       scan_expr(V, s->lo), scan_expr(V, s->hi);
-      int id = s->var->id, level = V->level;
-      bool known = V->known[id];
-      long lo = V->lo[id], hi = V->hi[id];
-      const IlirVar *node = V->node;
-      V->known[id] = s->lo->kind == ILIR_CONST && s->hi->kind == ILIR_CONST;
-      V->lo[id] = s->lo->ival, V->hi[id] = s->hi->ival - 1;
-      if (s->loop == ILIR_LOOP_NODES) V->node = s->var;
-      if (s->loop == ILIR_LOOP_LEVELS) V->level = leaf_level(s) ? 1 : 2;
+      Scope sc = enter_loop(V, s);
       scan(V, &s->body);
-      V->known[id] = known, V->lo[id] = lo, V->hi[id] = hi;
-      V->node = node, V->level = level;
+      leave(V, sc);
     }
   }
 }
@@ -248,15 +268,10 @@ static IlirExpr *view_loads(Views *V, IlirExpr *e) {
     view->ival = 1; /* both indices are safe to compute: ilir_is_view */
     return view;
   }
-  int id = e->kind == ILIR_REDUCE ? e->var->id : 0;
-  bool known = V->known[id];
-  long lo = V->lo[id], hi = V->hi[id];
-  if (e->kind == ILIR_REDUCE) {
-    V->known[id] = e->lo->kind == ILIR_CONST && e->hi->kind == ILIR_CONST;
-    V->lo[id] = e->lo->ival, V->hi[id] = e->hi->ival - 1;
-  }
+  Scope sc = {0};
+  if (e->kind == ILIR_REDUCE) sc = enter(V, e->var, e->lo, e->hi);
   IlirExpr *x = view_loads(V, e->a), *y = view_loads(V, e->b), *c = view_loads(V, e->c);
-  if (e->kind == ILIR_REDUCE) V->known[id] = known, V->lo[id] = lo, V->hi[id] = hi;
+  if (e->kind == ILIR_REDUCE) leave(V, sc);
   if (x == e->a && y == e->b && c == e->c) return e;
   IlirExpr *copy = CTX_NEW(V->a, IlirExpr); /* expressions may be shared */
   *copy = *e;
@@ -281,32 +296,12 @@ static void rewrite(Views *V, IlirBlock *b) {
       s->cond = view_loads(V, s->cond);
       rewrite(V, &s->then), rewrite(V, &s->els);
     } else {
-      int id = s->var->id, level = V->level;
-      bool known = V->known[id];
-      long lo = V->lo[id], hi = V->hi[id];
-      const IlirVar *node = V->node;
-      V->known[id] = s->lo->kind == ILIR_CONST && s->hi->kind == ILIR_CONST;
-      V->lo[id] = s->lo->ival, V->hi[id] = s->hi->ival - 1;
-      if (s->loop == ILIR_LOOP_NODES) V->node = s->var;
-      if (s->loop == ILIR_LOOP_LEVELS) V->level = leaf_level(s) ? 1 : 2;
+      Scope sc = enter_loop(V, s);
       rewrite(V, &s->body);
-      V->known[id] = known, V->lo[id] = lo, V->hi[id] = hi;
-      V->node = node, V->level = level;
+      leave(V, sc);
     }
   }
   b->n = out;
-}
-
-static bool tiles_ok(const IlirKernel *k, const IlirBlock *b) {
-  for (int i = 0; i < b->n; i++) {
-    const IlirStmt *s = b->stmts[i];
-    IlirTileParts parts;
-    if (s->kind == ILIR_IF && (!tiles_ok(k, &s->then) || !tiles_ok(k, &s->els))) return false;
-    if (s->kind != ILIR_LOOP) continue;
-    if ((s->tile_nodes && !ilir_tile_parts(k, s, &parts)) || !tiles_ok(k, &s->body))
-      return false;
-  }
-  return true;
 }
 
 void sched_leaf_views(CtxArena *a, IlirKernel *k) {
@@ -330,6 +325,6 @@ void sched_leaf_views(CtxArena *a, IlirKernel *k) {
     IlirBlock saved = ilir_clone_block(a, k->body);
     V.only = i;
     rewrite(&V, &k->body);
-    if (!tiles_ok(k, &k->body)) k->body = saved;
+    if (!sched_tiles_ok(k, &k->body)) k->body = saved;
   }
 }
