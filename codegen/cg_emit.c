@@ -298,9 +298,7 @@ LLVMValueRef cg_view_ptr(CgEmit *E, const IlirExpr *e) {
 /* c ? a : b with only the chosen arm evaluated (a view: one load through the
  * chosen row, cg_view_ptr). */
 static LLVMValueRef emit_select(CgEmit *E, const IlirExpr *e) {
-  if (ilir_is_view(e) && !E->failed && E->k->bufs[e->a->buf].kind != ILIR_BUF_PACKED &&
-      E->k->bufs[e->b->buf].kind != ILIR_BUF_PACKED)
-    return LLVMBuildLoad2(E->b, E->f32, cg_view_ptr(E, e), "view");
+  if (ilir_is_view(e)) return LLVMBuildLoad2(E->b, E->f32, cg_view_ptr(E, e), "view");
   LLVMValueRef c = truth(E, cg_emit_expr(E, e->c), e->c->type);
   LLVMBasicBlockRef then = cg_new_block(E, "sel.then"), els = cg_new_block(E, "sel.else");
   LLVMBasicBlockRef join = cg_new_block(E, "sel.join");

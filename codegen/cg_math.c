@@ -62,10 +62,8 @@ static LLVMValueRef pick(LLVMBuilderRef b, LLVMRealPredicate pred, LLVMValueRef 
   return LLVMBuildSelect(b, c, a, other, "");
 }
 
-/* x * y + z, fused where the target has FMA (llvm.fmuladd): one rounding
- * instead of two, and half the instructions. */
-static LLVMValueRef fmuladd(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef x, LLVMValueRef y,
-                            LLVMValueRef z) {
+LLVMValueRef cg_math_fmuladd(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef x,
+                            LLVMValueRef y, LLVMValueRef z) {
   static const char name[] = "llvm.fmuladd";
   LLVMTypeRef t = LLVMTypeOf(x);
   unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
@@ -80,7 +78,7 @@ static LLVMValueRef horner(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef x, 
                            int n) {
   LLVMTypeRef f32 = LLVMTypeOf(x);
   LLVMValueRef y = fc(f32, c[n - 1]);
-  for (int i = n - 2; i >= 0; i--) y = fmuladd(b, mod, y, x, fc(f32, c[i]));
+  for (int i = n - 2; i >= 0; i--) y = cg_math_fmuladd(b, mod, y, x, fc(f32, c[i]));
   return y;
 }
 
@@ -103,13 +101,13 @@ LLVMValueRef cg_math_exp(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef x) {
   LLVMValueRef cx = pick(b, LLVMRealOGT, x, 88.72283935546875, fc(f32, 88.72283935546875), x);
   cx = pick(b, LLVMRealOLT, cx, -104.0, fc(f32, -104.0), cx);
   LLVMValueRef n = intrinsic(b, mod, "llvm.floor",
-                             fmuladd(b, mod, cx, fc(f32, M_LOG2E), fc(f32, 0.5)));
+                             cg_math_fmuladd(b, mod, cx, fc(f32, M_LOG2E), fc(f32, 0.5)));
   LLVMValueRef nn = LLVMBuildFNeg(b, n, "");
-  LLVMValueRef r = fmuladd(b, mod, nn, fc(f32, 0.693359375), cx);
-  r = fmuladd(b, mod, nn, fc(f32, -2.12194440e-4), r);
+  LLVMValueRef r = cg_math_fmuladd(b, mod, nn, fc(f32, 0.693359375), cx);
+  r = cg_math_fmuladd(b, mod, nn, fc(f32, -2.12194440e-4), r);
   static const double p[] = {5.0000001201e-1, 1.6666665459e-1, 4.1665795894e-2,
                              8.3334519073e-3, 1.3981999507e-3, 1.9875691500e-4};
-  LLVMValueRef y = fmuladd(b, mod, horner(b, mod, r, p, 6), LLVMBuildFMul(b, r, r, ""), r);
+  LLVMValueRef y = cg_math_fmuladd(b, mod, horner(b, mod, r, p, 6), LLVMBuildFMul(b, r, r, ""), r);
   y = LLVMBuildFAdd(b, y, fc(f32, 1.0), "");
   /* 2^n as 2^h * 2^(n - h), h = n >> 1: both factors normal for n in [-150, 128],
    * so results in the denormal range underflow gradually */

@@ -48,17 +48,6 @@ static LLVMValueRef splat(CgEmit *E, LLVMValueRef x, int vl) {
   return LLVMBuildShuffleVector(E->b, v, LLVMGetPoison(vec_type(E, vl)), zeros, "");
 }
 
-/* a * b + c, fused where the host has FMA (llvm.fmuladd). */
-static LLVMValueRef fmuladd(CgEmit *E, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c,
-                            int vl) {
-  static const char name[] = "llvm.fmuladd";
-  LLVMTypeRef vt = vec_type(E, vl);
-  unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
-  LLVMValueRef f = LLVMGetIntrinsicDeclaration(E->mod, id, &vt, 1);
-  LLVMValueRef args[3] = {a, b, c};
-  return LLVMBuildCall2(E->b, LLVMIntrinsicGetType(E->ctx, id, &vt, 1), f, args, 3, "");
-}
-
 static LLVMValueRef elem_ptr(CgEmit *E, int buf, LLVMValueRef idx) {
   return LLVMBuildInBoundsGEP2(E->b, E->f32, E->bufs[buf], &idx, 1, "");
 }
@@ -171,7 +160,7 @@ static void tile_step(CgEmit *E, const CgTile *T, const CgStreamTerms *S, CgStre
     for (int b = 0; b < nb; b++) {
       if (!cg_bind_var(E, T->nodes->var, plus(E, n0, b))) return;
       LLVMValueRef xb = splat(E, cg_emit_expr(E, S->red[t]->a->a), vl);
-      for (int v = 0; v < iv; v++) a[b * iv + v] = fmuladd(E, xb, w[v], a[b * iv + v], vl);
+      for (int v = 0; v < iv; v++) a[b * iv + v] = cg_math_fmuladd(E->b, E->mod, xb, w[v], a[b * iv + v]);
     }
   }
   for (int t = 0; t < S->n; t++) E->vars[S->red[t]->var->id] = NULL;

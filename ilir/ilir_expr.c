@@ -269,11 +269,6 @@ static bool reads_own_rows(const IlirKernel *k, const IlirExpr *e, int buf) {
          reads_own_rows(k, e->hi, buf);
 }
 
-/* Is [t] a term sum(r in [0, R)) x * y[.. + r * RS + j] of a product tiled over
- * [row] and [j]: y's index moving by one element per j and not with [row], x
- * not reading j, neither reading the buffer [out] other than at dependencies'
- * rows (direct-results: a node's matrix product into its result row, from its
- * children's rows of it)? */
 /* Is [y] a load of a float buffer moving by one element per [j], by a
  * nonzero stride per [r], and not with [row]? */
 static bool row_load(const IlirKernel *k, const IlirExpr *y, const IlirVar *r, const IlirVar *row,
@@ -290,6 +285,11 @@ bool ilir_is_view(const IlirExpr *e) {
          e->a->kind == ILIR_LOAD && e->b->kind == ILIR_LOAD;
 }
 
+/* Is [t] a term sum(r in [0, R)) x * y[.. + r * RS + j] of a product tiled over
+ * [row] and [j]: y's index moving by one element per j and not with [row], x
+ * not reading j, neither reading the buffer [out] other than at dependencies'
+ * rows (direct-results: a node's matrix product into its result row, from its
+ * children's rows of it)? y may be a view whose two loads move alike. */
 static bool tiled_term(const IlirKernel *k, const IlirExpr *t, const IlirVar *row,
                        const IlirVar *j, int out) {
   if (t->kind != ILIR_REDUCE || t->op != ILIR_SUM || t->lo->kind != ILIR_CONST ||

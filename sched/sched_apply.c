@@ -457,7 +457,7 @@ static IlirStmt *tile_product(Tiler *T, const IlirStmt *nodes, const IlirStmt *s
   return tiled;
 }
 
-/* The buffers [s] reads into [rd] and writes into [wr]. */
+/* Marks in [rd] the buffers [e] reads. */
 static void expr_reads(const IlirExpr *e, bool *rd) {
   if (!e) return;
   if (e->kind == ILIR_LOAD) rd[e->buf] = true;
@@ -465,6 +465,7 @@ static void expr_reads(const IlirExpr *e, bool *rd) {
   expr_reads(e->lo, rd), expr_reads(e->hi, rd);
 }
 
+/* Marks in [rd] the buffers [s] reads and in [wr] those it writes. */
 static void stmt_accesses(const IlirStmt *s, bool *rd, bool *wr) {
   if (s->kind == ILIR_STORE) {
     wr[s->buf] = true;
@@ -477,37 +478,39 @@ static void stmt_accesses(const IlirStmt *s, bool *rd, bool *wr) {
     for (int i = 0; i < bs[j]->n; i++) stmt_accesses(bs[j]->stmts[i], rd, wr);
 }
 
-/* May one node's statements [x] and [y] run in either order: neither
- * writes a buffer the other reads or writes? */
-static bool commute(Tiler *T, const IlirStmt *x, const IlirStmt *y) {
-  int n = T->k->nbufs;
-  bool *rx = CTX_NEW_ARRAY(T->a, bool, 4 * (size_t)n), *wx = rx + n, *ry = wx + n, *wy = ry + n;
-  stmt_accesses(x, rx, wx);
-  stmt_accesses(y, ry, wy);
-  for (int b = 0; b < n; b++)
-    if ((wx[b] && (ry[b] || wy[b])) || (wy[b] && rx[b])) return false;
+/* A statement of a node's body: its tiled form (NULL: not a tileable
+ * product) and the buffers it reads and writes (stmt_accesses). */
+typedef struct {
+  IlirStmt *s, *tile;
+  bool *rd, *wr;
+} NodeStmt;
+
+/* May [x] and [y] run in either order: neither writes a buffer the other
+ * reads or writes? */
+static bool commute(int nbufs, const NodeStmt *x, const NodeStmt *y) {
+  for (int b = 0; b < nbufs; b++)
+    if ((x->wr[b] && (y->rd[b] || y->wr[b])) || (y->wr[b] && x->rd[b])) return false;
   return true;
 }
 
 /* A node's statements in an order that splits well around its tileable
- * products ([tile][i]: statement i's tiled form, or NULL): a statement after
- * a product that it commutes with, and with everything between, moves to
- * just before that product, into the node loop of the statements before it.
- * MV-RNN's P = WM [A; B] reads what B a and A b, before W's level product,
- * read — the children's matrices: after them, in the same node's loop, it
- * finds those in L2 (in a loop of its own after the product, a level's
- * children's matrices, 64 KiB each at H = 128, had left L2 by then). */
-static void hoist_past_products(Tiler *T, IlirStmt **body, IlirStmt **tile, int n) {
+ * products: a statement after a product that it commutes with, and with
+ * everything between, moves to just before that product, into the node loop
+ * of the statements before it. MV-RNN's P = WM [A; B] reads what B a and
+ * A b, before W's level product, read — the children's matrices: after them,
+ * in the same node's loop, it finds those in L2 (in a loop of its own after
+ * the product, a level's children's matrices, 64 KiB each at H = 128, had
+ * left L2 by then). */
+static void hoist_past_products(int nbufs, NodeStmt *body, int n) {
   for (int i = 1; i < n; i++) {
-    if (tile[i]) continue;
+    if (body[i].tile) continue;
     int to = -1;
-    for (int j = i - 1; j >= 0 && commute(T, body[i], body[j]); j--)
-      if (tile[j]) to = j; /* just before the nearest product passed */
+    for (int j = i - 1; j >= 0 && commute(nbufs, &body[i], &body[j]); j--)
+      if (body[j].tile) to = j; /* just before the nearest product passed */
     if (to < 0) continue;
-    IlirStmt *s = body[i];
+    NodeStmt moved = body[i];
     memmove(body + to + 1, body + to, (size_t)(i - to) * sizeof *body);
-    memmove(tile + to + 1, tile + to, (size_t)(i - to) * sizeof *tile);
-    body[to] = s, tile[to] = NULL;
+    body[to] = moved;
   }
 }
 
@@ -515,20 +518,23 @@ static void hoist_past_products(Tiler *T, IlirStmt **body, IlirStmt **tile, int 
  * has none. */
 static IlirBlock *split_nodes(Tiler *T, const IlirStmt *nodes) {
   CtxVec out = {0}, run = {0};
-  int n = nodes->body.n, tiled = 0;
-  IlirStmt **body = CTX_NEW_ARRAY(T->a, IlirStmt *, n > 0 ? (size_t)n : 1);
-  IlirStmt **tile = CTX_NEW_ARRAY(T->a, IlirStmt *, n > 0 ? (size_t)n : 1);
+  int n = nodes->body.n, nbufs = T->k->nbufs, tiled = 0;
+  NodeStmt *body = CTX_NEW_ARRAY(T->a, NodeStmt, n > 0 ? (size_t)n : 1);
   for (int i = 0; i < n; i++) {
-    body[i] = nodes->body.stmts[i];
-    tile[i] = tile_product(T, nodes, body[i]);
-    tiled += tile[i] != NULL;
+    body[i].s = nodes->body.stmts[i];
+    body[i].tile = tile_product(T, nodes, body[i].s);
+    tiled += body[i].tile != NULL;
   }
   if (!tiled) return NULL;
-  hoist_past_products(T, body, tile, n);
   for (int i = 0; i < n; i++) {
-    IlirStmt *s = body[i], *t = tile[i];
-    if (!t) {
-      ctx_vec_push(T->a, &run, s);
+    body[i].rd = CTX_NEW_ARRAY(T->a, bool, 2 * (size_t)nbufs);
+    body[i].wr = body[i].rd + nbufs;
+    stmt_accesses(body[i].s, body[i].rd, body[i].wr);
+  }
+  hoist_past_products(nbufs, body, n);
+  for (int i = 0; i < n; i++) {
+    if (!body[i].tile) {
+      ctx_vec_push(T->a, &run, body[i].s);
       continue;
     }
     if (run.len) {
@@ -537,7 +543,7 @@ static IlirBlock *split_nodes(Tiler *T, const IlirStmt *nodes) {
                                          ILIR_LOOP_NODES, b));
       run = (CtxVec){0};
     }
-    ctx_vec_push(T->a, &out, t);
+    ctx_vec_push(T->a, &out, body[i].tile);
   }
   if (run.len) {
     IlirBlock b = {(IlirStmt **)run.items, run.len};

@@ -304,7 +304,10 @@ SchedPlan sched_schedule_plan(CtxDiag *diag, const Schedule *s, unsigned disable
         plan.row_tile_outs = (int)d->factors[1];
         row_tile = true;
       } else if (!level) { /* an operator's own sizes (sched_schedule_sets); rows on */
-        if (!row_tile) plan.row_tile_rows = (int)d->factors[0], plan.row_tile_outs = (int)d->factors[1];
+        if (!row_tile) {
+          plan.row_tile_rows = (int)d->factors[0];
+          plan.row_tile_outs = (int)d->factors[1];
+        }
       } else if (!d->op || !bare_tile) { /* an operator's own sizes: sched_schedule_sets */
         plan.tile_nodes = (int)d->factors[0];
         plan.tile_outs = (int)d->factors[1];

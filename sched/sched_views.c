@@ -30,6 +30,12 @@
 
 enum { MAX_VIEWS = 8, MAX_NEST = 4, MAX_ATOMS = 16 };
 
+/* Where the walk is: outside the levels, in the leaf level, in the others. */
+typedef enum { OUTSIDE, LEAVES, INNER } Where;
+
+/* How an access of a view's buffer meets it (classify). */
+typedef enum { CANNOT = -1, ELSEWHERE, OWN_ROW, DEP_ROW } Meets;
+
 typedef struct {
   int res;              /* the RESULT buffer */
   long off, size;       /* its component [off, off + size) of a row */
@@ -48,13 +54,14 @@ typedef struct {
   long *lo, *hi;        /* per variable: its range while in scope */
   bool *known;
   const IlirVar *node;  /* the innermost nodes loop's variable */
-  int level;            /* 0 outside the levels, 1 in the leaf level, 2 in the others */
+  Where level;
   int only;             /* the view being rewritten */
 } Views;
 
 /* What entering a loop or a reduction over [var] changes, to restore. */
 typedef struct {
-  int id, level;
+  int id;
+  Where level;
   bool known;
   long lo, hi;
   const IlirVar *node;
@@ -80,7 +87,7 @@ static bool leaf_level(const IlirStmt *s);
 static Scope enter_loop(Views *V, const IlirStmt *s) {
   Scope sc = enter(V, s->var, s->lo, s->hi);
   if (s->loop == ILIR_LOOP_NODES) V->node = s->var;
-  if (s->loop == ILIR_LOOP_LEVELS) V->level = leaf_level(s) ? 1 : 2;
+  if (s->loop == ILIR_LOOP_LEVELS) V->level = leaf_level(s) ? LEAVES : INNER;
   return sc;
 }
 
@@ -113,30 +120,28 @@ static bool row_copy(const IlirKernel *k, const IlirStmt *s, const IlirVar *n, V
   long ic[MAX_ATOMS], vc[MAX_ATOMS], off, vconst;
   int ni = ilir_linear(s->index, ia, ic, MAX_ATOMS, &off);
   int nv = ilir_linear(s->value->a, va, vc, MAX_ATOMS, &vconst);
+  /* R[n * RS + off + x] = P[word * S + x]: nothing else in either index */
   if (ni != nest + 1 || nv != nest + 1 || vconst != 0) return false;
   long RS = k->bufs[s->buf].size, S = 0;
   IlirExpr *word = NULL;
-  bool row = false;
-  for (int i = 0; i < ni; i++)
-    row |= ia[i]->kind == ILIR_VAR && ia[i]->var == n && ic[i] == RS;
   for (int i = 0; i < nv; i++)
     if (va[i]->kind == ILIR_LOAD && va[i]->buf == k->ivalues_buf && ilir_uses(va[i], n))
       word = va[i], S = vc[i];
-  if (!row || !word) return false;
-  /* the nest's variables, with the same coefficients on both sides, cover
-   * [0, S) once: in order of their coefficients, 1, e1, e1 * e2, ... */
-  long want = 1;
+  if (!word || ilir_coef(s->index, n) != RS) return false;
+  /* x the same on both sides, covering [0, S) once: the variables'
+   * coefficients, in increasing order, 1, e1, e1 * e2, ... */
+  long coef[MAX_NEST], want = 1;
+  for (int d = 0; d < nest; d++) {
+    coef[d] = ilir_coef(s->index, vars[d]);
+    if (coef[d] != ilir_coef(s->value->a, vars[d])) return false;
+  }
+  bool used[MAX_NEST] = {false};
   for (int step = 0; step < nest; step++) {
     int found = -1;
-    for (int d = 0; d < nest; d++) {
-      long a = 0, b = 0;
-      for (int i = 0; i < ni; i++)
-        if (ia[i]->kind == ILIR_VAR && ia[i]->var == vars[d]) a = ic[i];
-      for (int i = 0; i < nv; i++)
-        if (va[i]->kind == ILIR_VAR && va[i]->var == vars[d]) b = vc[i];
-      if (a == want && b == want) found = d;
-    }
+    for (int d = 0; d < nest; d++)
+      if (!used[d] && coef[d] == want) found = d;
     if (found < 0) return false;
+    used[found] = true;
     want *= extent[found];
   }
   if (want != S || off < 0 || off + S > RS) return false;
@@ -175,39 +180,40 @@ static bool rest_range(const Views *V, IlirExpr **atoms, const long *coefs, int 
   return true;
 }
 
-/* How the access of [res] at [index] meets view [v]: 0 not at all, 1 the
- * node's own row, 2 a dependency's row (*row: its atom), -1 in a way the
+/* How the access of [v]'s buffer at [index] meets view [v]: not at all, at
+ * the node's own row or at a dependency's (*row: its atom), or in a way the
  * view cannot serve. */
-static int classify(const Views *V, const View *v, IlirExpr *index, IlirExpr **row) {
+static Meets classify(const Views *V, const View *v, IlirExpr *index, IlirExpr **row) {
   IlirExpr *atoms[MAX_ATOMS];
   long coefs[MAX_ATOMS], konst, lo, hi;
   int n = ilir_linear(index, atoms, coefs, MAX_ATOMS, &konst);
   long RS = V->k->bufs[v->res].size;
   int at = -1;
-  for (int i = 0; n > 0 && i < n; i++)
+  for (int i = 0; i < n; i++)
     if (coefs[i] == RS) at = i;
-  if (at < 0 || !rest_range(V, atoms, coefs, n, at, konst, &lo, &hi)) return -1;
-  if (hi < v->off || lo >= v->off + v->size) return 0;
-  if (lo < v->off || hi >= v->off + v->size) return -1;
+  if (at < 0 || !rest_range(V, atoms, coefs, n, at, konst, &lo, &hi)) return CANNOT;
+  if (hi < v->off || lo >= v->off + v->size) return ELSEWHERE;
+  if (lo < v->off || hi >= v->off + v->size) return CANNOT;
   *row = atoms[at];
-  if (atoms[at]->kind == ILIR_VAR && atoms[at]->var == V->node) return 1;
-  if (atoms[at]->kind == ILIR_LOAD && atoms[at]->buf == V->k->dep_buf) return 2;
-  return -1;
+  if (atoms[at]->kind == ILIR_VAR && atoms[at]->var == V->node) return OWN_ROW;
+  if (atoms[at]->kind == ILIR_LOAD && atoms[at]->buf == V->k->dep_buf) return DEP_ROW;
+  return CANNOT;
 }
 
-/* Marks the views the access of [buf] at [index] ([store]: a store, [st]
- * the statement) rules out. */
+/* Marks the views the access of [buf] at [index] rules out: a load, or the
+ * store [st]. */
 static void check_access(Views *V, int buf, IlirExpr *index, const IlirStmt *st) {
   for (int i = 0; i < V->nviews; i++) {
     View *v = &V->view[i];
     if (v->res != buf || v->bad) continue;
     IlirExpr *row;
-    int how = classify(V, v, index, &row);
-    if (how == 0) continue;
+    Meets how = classify(V, v, index, &row);
+    if (how == ELSEWHERE) continue;
     if (st) /* a store: the copy itself, or an inner node's own row */
-      v->bad |= !(st == v->store || (V->level == 2 && how == 1));
-    else /* a load: the leaf's own row at the leaf level, a dependency's elsewhere */
-      v->bad |= !((V->level == 1 && how == 1) || (V->level == 2 && how >= 1));
+      v->bad |= !(st == v->store || (V->level == INNER && how == OWN_ROW));
+    else /* a load: the leaf's own row at the leaf level, a row in the inner levels */
+      v->bad |= !((V->level == LEAVES && how == OWN_ROW) ||
+                  (V->level == INNER && how != CANNOT));
   }
 }
 
@@ -259,9 +265,9 @@ static IlirExpr *view_loads(Views *V, IlirExpr *e) {
   if (e->kind == ILIR_LOAD) {
     const View *v = &V->view[V->only];
     IlirExpr *row;
-    int how = e->buf == v->res ? classify(V, v, e->a, &row) : 0;
-    if (how == 1 && V->level == 1) return param_load(V, v, e->a, row);
-    if (how != 2 || V->level != 2) return e;
+    Meets how = e->buf == v->res ? classify(V, v, e->a, &row) : ELSEWHERE;
+    if (how == OWN_ROW && V->level == LEAVES) return param_load(V, v, e->a, row);
+    if (how != DEP_ROW || V->level != INNER) return e;
     IlirExpr *leaves = ilir_load(V->a, V->k, V->k->levels_buf, ilir_const_i(V->a, 1));
     IlirExpr *view = ilir_select(V->a, ilir_binary(V->a, ILIR_LT, row, leaves),
                                  param_load(V, v, e->a, row), e);
@@ -286,7 +292,7 @@ static void rewrite(Views *V, IlirBlock *b) {
     IlirStmt *s = b->stmts[i];
     const View *v = &V->view[V->only];
     View c;
-    if (V->level == 1 && V->node && row_copy(V->k, s, V->node, &c) && c.res == v->res &&
+    if (V->level == LEAVES && V->node && row_copy(V->k, s, V->node, &c) && c.res == v->res &&
         c.off == v->off && c.param == v->param)
       continue;
     b->stmts[out++] = s;
