@@ -17,7 +17,10 @@
  * x - x^3/3 + 2x^5/15 - 17x^7/315 for |x| < 1/16, where the quotient would
  * lose relative precision; absolute error below 2e-7 everywhere.
  * sigmoid(x) = 1 / (1 + exp(-x)), with x at least -88.72 (below, the true
- * value is under 3e-39 and so is the result: 0 or sigmoid(-88.72)).
+ * value is under 3e-39 and so is the result: 0 or sigmoid(-88.72)). Below
+ * -87.33 the true value is under the smallest normal float (1.2e-38) and
+ * the result may be 0: AVX2's reciprocal estimate (vrcpps) flushes results
+ * in the denormal range, AVX-512's (vrcp14ps) keeps them.
  * The polynomials and the argument reduction are fused multiply-adds where
  * the target has FMA, and the quotients may be a reciprocal estimate refined
  * by a Newton step (quotient, below): no division in a gate's loop.
