@@ -217,22 +217,53 @@ static void emit_tile(CgEmit *E, const CgTile *T, LLVMValueRef n0, int nb, LLVMV
   }
 }
 
-/* The vectors per block of outputs: at most the schedule's tile_outs, what
- * the registers hold (nprod * nb * iv accumulators, iv weights, x and one
- * spare), and a divisor of every PACKED panel the tile reads so that no
- * block straddles two panels. */
-static int tile_vectors(const CgEmit *E, const CgTile *T, int nb, int vl, int want) {
-  int iv = want / vl > 0 ? want / vl : 1, na = T->nprod * nb;
-  for (; iv > 1; iv--) {
-    bool fits = na * iv + iv + 2 <= E->vec_regs && na * iv <= MAX_ACC;
-    for (int g = 0; g < T->nstreams && fits; g++) {
-      const IlirExpr *ye = T->stream[g].red[0]->a->b;
-      const IlirBuf *y = ye->kind == ILIR_LOAD ? &E->k->bufs[ye->buf] : NULL;
-      long panel = y && y->kind == ILIR_BUF_PACKED ? cg_pack_panel(&y->pack) : 0;
-      fits = !panel || panel == y->pack.cols || panel % ((long)iv * vl) == 0;
-    }
-    if (fits) break;
+/* Do nb rows x iv vectors of every product fit the registers (nprod * nb *
+ * iv accumulators, iv weights, x and one spare), with a block that is a
+ * divisor of every PACKED panel the tile reads (no block straddles two
+ * panels)? */
+static bool tile_fits(const CgEmit *E, const CgTile *T, int nb, int iv, int vl) {
+  int na = T->nprod * nb;
+  if (na * iv + iv + 2 > E->vec_regs || na * iv > MAX_ACC) return false;
+  for (int g = 0; g < T->nstreams; g++) {
+    const IlirExpr *ye = T->stream[g].red[0]->a->b;
+    const IlirBuf *y = ye->kind == ILIR_LOAD ? &E->k->bufs[ye->buf] : NULL;
+    long panel = y && y->kind == ILIR_BUF_PACKED ? cg_pack_panel(&y->pack) : 0;
+    if (panel && panel != y->pack.cols && panel % ((long)iv * vl)) return false;
   }
+  return true;
+}
+
+/* The panel width all the tile's PACKED streams share (0: none, or several). */
+static long tile_panel(const CgEmit *E, const CgTile *T) {
+  long panel = 0;
+  for (int g = 0; g < T->nstreams; g++) {
+    const IlirExpr *ye = T->stream[g].red[0]->a->b;
+    const IlirBuf *y = ye->kind == ILIR_LOAD ? &E->k->bufs[ye->buf] : NULL;
+    if (!y || y->kind != ILIR_BUF_PACKED) continue;
+    long p = cg_pack_panel(&y->pack);
+    if (panel && p != panel) return 0;
+    panel = p;
+  }
+  return panel;
+}
+
+/* The vectors per block of outputs, at most the schedule's tile_outs, and
+ * the rows per tile [nb]: the most vectors that fit with nb rows; but when
+ * that block is narrower than the panels it reads (each weight row then
+ * read in parts, at the panel's stride), a block of the whole panel with
+ * fewer rows, down to half of nb, if one fits. The panels are as wide as a
+ * one-product tile of nb rows on this host (sched_apply.c, panel_width);
+ * products sharing a weight stream need more accumulators: treelstm's
+ * U_f h0 and U_f h1 with AVX2's 16 registers, 3 rows x 16 floats instead of
+ * 4 x 8 (H=512 B=10: 0.79x the time, 5 alternating rounds). */
+static int tile_vectors(const CgEmit *E, const CgTile *T, int *nb, int vl, int want) {
+  int iv = want / vl > 0 ? want / vl : 1;
+  while (iv > 1 && !tile_fits(E, T, *nb, iv, vl)) iv--;
+  long panel = tile_panel(E, T);
+  int whole = panel % vl ? 0 : (int)(panel / vl);
+  if (whole > iv && whole <= (want > vl ? want / vl : 1))
+    for (int b = *nb - 1; b >= 2 && 2 * b >= *nb; b--)
+      if (tile_fits(E, T, b, whole, vl)) return *nb = b, whole;
   return iv;
 }
 
@@ -356,7 +387,7 @@ void cg_emit_tiled(CgEmit *E, const IlirStmt *s) {
   }
   T.I = parts.loop[0]->hi->ival;
   int vl = E->vec_floats, nb = s->tile_nodes < 8 ? s->tile_nodes : 8;
-  int iv = tile_vectors(E, &T, nb, vl, s->tile_outs);
+  int iv = tile_vectors(E, &T, &nb, vl, s->tile_outs);
   long full = T.I - T.I % ((long)iv * vl), vec = T.I - T.I % vl;
   LLVMValueRef lo = cg_emit_expr(E, s->lo), hi = cg_emit_expr(E, s->hi), by_outs = NULL;
   if (s->loop == ILIR_LOOP_NODES) {

@@ -139,8 +139,7 @@ static void visit_tiles(const IlirKernel *k, const IlirBlock *b, long *widest) {
 
 static Machine machine_of(const IlirKernel *k) {
   Machine m = {8, 16, 0};
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) m.vec_floats = 16, m.vec_regs = 32;
+  sched_host_vectors(&m.vec_floats, &m.vec_regs);
   if (k) visit_tiles(k, &k->body, &m.widest);
   return m;
 }

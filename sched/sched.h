@@ -115,6 +115,10 @@ typedef struct {
 /* The default CPU schedule's plan, without the optimizations [disabled]
  * (RA_OPT_* bits). */
 SchedPlan sched_default_plan(unsigned disabled);
+/* This host's vector registers as codegen uses them on the CPU (cg_emit.c,
+ * host_vectors): 32 of 16 floats with AVX-512, 16 of 8 with AVX, 16 of 4
+ * otherwise. */
+void sched_host_vectors(int *floats, int *regs);
 
 /* The plan of the checked schedule [s] for the CPU (sched_plan.c); with
  * [disabled] for what is not a schedule's choice. Directives it cannot apply
