@@ -634,16 +634,17 @@ static void entry_function(CgEmit *E, LLVMValueRef body) {
   free(args);
 }
 
-/* The host's vector registers: 32 of 16 floats with AVX-512, 16 of 8 with
- * AVX, 16 of 4 otherwise (the SSE / NEON width). */
-static void host_vectors(CgEmit *E, const char *target_features) {
+/* The vector registers of a CPU with [target_features] (NULL: the host's):
+ * 32 of 16 floats with AVX-512, 16 of 8 with AVX, 16 of 4 otherwise (the
+ * SSE / NEON width). */
+void cg_features_vectors(const char *target_features, int *floats, int *regs) {
   char *host = target_features ? NULL : LLVMGetHostCPUFeatures();
   const char *features = target_features ? target_features : host;
   bool avx512 = features && strstr(features, "+avx512f");
   bool avx = features && strstr(features, "+avx,");
   LLVMDisposeMessage(host);
-  E->vec_floats = avx512 ? 16 : avx ? 8 : 4;
-  E->vec_regs = avx512 ? 32 : 16;
+  *floats = avx512 ? 16 : avx ? 8 : 4;
+  *regs = avx512 ? 32 : 16;
 }
 
 static void init_types(CgEmit *E) {
@@ -694,7 +695,7 @@ static bool emit_module(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel 
   E.b = LLVMCreateBuilderInContext(ctx);
   init_types(&E);
   if (t->vec_floats) E.vec_floats = t->vec_floats, E.vec_regs = t->vec_regs;
-  else host_vectors(&E, features);
+  else cg_features_vectors(features, &E.vec_floats, &E.vec_regs);
   E.bufs = ctx_xmalloc(((size_t)k->nbufs + 1) * sizeof *E.bufs);
   E.vars = calloc((size_t)k->nvars + 1, sizeof *E.vars);
   if (!E.vars) ctx_oom();

@@ -72,4 +72,8 @@ LLVMTargetMachineRef cg_cpu_machine(CtxDiag *diag, bool pic, const char *cpu,
 LLVMTargetMachineRef cg_cpu_machine_at(CtxDiag *diag, bool pic, const char *cpu,
                                        const char **features, LLVMCodeGenOptLevel level);
 
+/* The vector registers of a CPU with [features] (NULL: the host's), floats
+ * per register and registers (cg_emit.c). */
+void cg_features_vectors(const char *features, int *floats, int *regs);
+
 #endif

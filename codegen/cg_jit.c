@@ -86,6 +86,11 @@ static int cpu_level(const char *cpu) {
   return -1;
 }
 
+void cg_cpu_vectors(const char *cpu, int *floats, int *regs) {
+  int level = cpu_level(cpu);
+  cg_features_vectors(level >= 0 ? cpu_levels[level].features : NULL, floats, regs);
+}
+
 /* LLVM's own options, once per process: CTX_LLVM_OPTIONS (space-separated,
  * as llc takes them; for experiments). */
 static void llvm_options(void) {

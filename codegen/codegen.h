@@ -136,6 +136,11 @@ bool cg_emit_object_cpu(const IlirKernel *k, const char *path, const char *cpu,
  * levels only on an x86-64 host). */
 bool cg_cpu_valid(const char *cpu);
 
+/* The vector registers the kernel for [cpu] (as cg_emit_object_cpu takes it;
+ * NULL: the host) is emitted for, floats per register and registers: what
+ * register tiles are sized for (SchedPlan vec_floats, vec_regs). */
+void cg_cpu_vectors(const char *cpu, int *floats, int *regs);
+
 /* ---- the CUDA target (cg_nvptx.c, docs/cuda.md) ------------------------------
  * The same ILIR through the same emitter for nvptx64-nvidia-cuda: one
  * `.visible .entry` k->name(bufs, num_nodes, num_levels, counter), run as

@@ -133,6 +133,9 @@ IlirKernel *ctx_pipeline_kernel(CtxSession *s, const RaProgram *p) {
   }
   SchedPlan plan = sch ? sched_schedule_plan(&s->diag, sch, p->disabled)
                        : sched_default_plan(p->disabled);
+#ifdef CTX_HAVE_JIT
+  cg_cpu_vectors(s->opts.build.cpu, &plan.vec_floats, &plan.vec_regs); /* ctx build --cpu */
+#endif
   if (!k || !sched_apply(s->arena, &s->diag, k, &plan)) return NULL;
   if (s->opts.dump == DUMP_SCHEDULE) {
     CtxBuf b;

@@ -82,6 +82,8 @@ typedef struct {
   int tile_nodes, tile_outs;   /* register tiles of level products; 0: none */
   int row_tile_rows, row_tile_outs; /* register tiles of products inside a node (MV-RNN's
                                   P = WM [A; B]): rows x outputs; 0: tile_nodes x tile_outs */
+  int vec_floats, vec_regs;    /* the vector registers of the CPU the kernel is for
+                                  (codegen.h, cg_cpu_vectors); 0: this host's */
   const char *row_axes[2];     /* set by sched_apply: the rows' and outputs' axes of the
                                   first such product tiled (--dump=schedule names them) */
   int unroll_recursion;        /* levels loops in phases of up to this many levels,
@@ -115,9 +117,9 @@ typedef struct {
 /* The default CPU schedule's plan, without the optimizations [disabled]
  * (RA_OPT_* bits). */
 SchedPlan sched_default_plan(unsigned disabled);
-/* This host's vector registers as codegen uses them on the CPU (cg_emit.c,
- * host_vectors): 32 of 16 floats with AVX-512, 16 of 8 with AVX, 16 of 4
- * otherwise. */
+/* This host's vector registers as codegen counts them (cg_emit.c,
+ * cg_features_vectors): 32 of 16 floats with AVX-512, 16 of 8 with AVX, 16
+ * of 4 otherwise; for plans that do not name them (vec_floats 0). */
 void sched_host_vectors(int *floats, int *regs);
 
 /* The plan of the checked schedule [s] for the CPU (sched_plan.c); with

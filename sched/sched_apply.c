@@ -377,7 +377,7 @@ static int packed_buffer(Tiler *T, int param, IlirPack pk) {
 }
 
 /* The panel width of the PACKED copies a tile reads (ilir.h): on the CPU the
- * block of outputs codegen's register tile of nb rows covers on this host
+ * block of outputs codegen's register tile of nb rows covers on the plan's CPU
  * (cg_tile.c, tile_vectors: at most tile_outs, nb * iv accumulators, iv
  * weights, x and a spare in the vector registers), so that a block reads
  * its panel's rows whole and in order. A panel wider than the block has the
@@ -386,9 +386,9 @@ static int packed_buffer(Tiler *T, int param, IlirPack pk) {
  * of 16 floats in panels of 64, and treelstm H=512 B=10 ran 0.61x the time
  * with panels of 16 (5 alternating rounds). (Register tiles are a CPU pass:
  * the CUDA plan leaves them out.) */
-static long panel_width(int nb, long tile_outs) {
-  int vl, regs;
-  sched_host_vectors(&vl, &regs);
+static long panel_width(const SchedPlan *plan, int nb, long tile_outs) {
+  int vl = plan->vec_floats, regs = plan->vec_regs;
+  if (vl <= 0 || regs <= 0) sched_host_vectors(&vl, &regs);
   nb = nb < 1 ? 1 : nb > 8 ? 8 : nb;
   long iv = tile_outs / vl > 0 ? tile_outs / vl : 1;
   while (iv > 1 && nb * iv + iv + 2 > regs) iv--;
@@ -428,7 +428,7 @@ static bool tile_term(Tiler *T, IlirExpr *t, const IlirVar *n, const IlirVar *i,
       continue;
     int nb, no;
     tile_shape(T->plan, out, &nb, &no);
-    *term = (Term){t, x, w->buf, {off, stride, t->hi->ival, I, panel_width(nb, no)}};
+    *term = (Term){t, x, w->buf, {off, stride, t->hi->ival, I, panel_width(T->plan, nb, no)}};
     return true;
   }
   return false;
