@@ -270,6 +270,9 @@ bool ilir_same_expr(const IlirExpr *a, const IlirExpr *b, const IlirVar *va,
 long ilir_coef(const IlirExpr *e, const IlirVar *v);
 /* The first buffer of [k] of [kind], or -1. */
 int ilir_find_buf(const IlirKernel *k, IlirBufKind kind);
+/* Appends [b] to [k]'s buffers (a new array in [a], so no pass may keep a
+ * pointer into the old one across it); returns its index. */
+int ilir_add_buf(CtxArena *a, IlirKernel *k, IlirBuf b);
 /* Does [e] load from buffer [buf] anywhere? */
 bool ilir_reads(const IlirExpr *e, int buf);
 /* Does [e] mention [v] anywhere (indices of loads included)? */

@@ -6,6 +6,8 @@
  */
 #include "ilir/ilir_int.h"
 
+#include <string.h>
+
 static IlirExpr *new_expr(CtxArena *a, IlirExprKind kind, IlirType type) {
   IlirExpr *e = CTX_NEW(a, IlirExpr);
   e->kind = kind;
@@ -51,6 +53,14 @@ int ilir_find_buf(const IlirKernel *k, IlirBufKind kind) {
   for (int b = 0; b < k->nbufs; b++)
     if (k->bufs[b].kind == kind) return b;
   return -1;
+}
+
+int ilir_add_buf(CtxArena *a, IlirKernel *k, IlirBuf b) {
+  IlirBuf *bufs = CTX_NEW_ARRAY(a, IlirBuf, (size_t)k->nbufs + 1);
+  memcpy(bufs, k->bufs, (size_t)k->nbufs * sizeof *bufs);
+  bufs[k->nbufs] = b;
+  k->bufs = bufs;
+  return k->nbufs++;
 }
 
 IlirExpr *ilir_load(CtxArena *a, const IlirKernel *k, int buf, IlirExpr *index) {

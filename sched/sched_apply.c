@@ -304,18 +304,13 @@ int sched_product_buffer(CtxArena *a, IlirKernel *k, CtxVec *made, const SchedPr
         o->row == p->row && o->roff == p->roff)
       return o->out;
   }
-  IlirBuf *bufs = CTX_NEW_ARRAY(a, IlirBuf, k->nbufs + 1);
-  memcpy(bufs, k->bufs, (size_t)k->nbufs * sizeof *bufs);
-  IlirBuf *b = &bufs[k->nbufs];
-  b->name = ctx_arena_printf(a, "%s.%s%d", k->bufs[p->param].name, suffix, made->len);
-  b->kind = ILIR_BUF_RESULT;
-  b->size = p->cols;
-  b->index = k->bufs[p->res].index;
-  b->func = k->bufs[p->res].func;
-  k->bufs = bufs;
   SchedProduct *copy = CTX_NEW(a, SchedProduct);
   *copy = *p;
-  copy->out = k->nbufs++;
+  copy->out = ilir_add_buf(
+      a, k,
+      (IlirBuf){.name = ctx_arena_printf(a, "%s.%s%d", k->bufs[p->param].name, suffix, made->len),
+                .kind = ILIR_BUF_RESULT, .size = p->cols, .index = k->bufs[p->res].index,
+                .func = k->bufs[p->res].func});
   ctx_vec_push(a, made, copy);
   return copy->out;
 }
@@ -364,16 +359,11 @@ static int packed_buffer(Tiler *T, int param, IlirPack pk) {
     if (k->bufs[b].kind == ILIR_BUF_PACKED && k->bufs[b].index == ra_param &&
         !memcmp(&k->bufs[b].pack, &pk, sizeof pk))
       return b;
-  IlirBuf *bufs = CTX_NEW_ARRAY(T->a, IlirBuf, k->nbufs + 1);
-  memcpy(bufs, k->bufs, (size_t)k->nbufs * sizeof *bufs);
-  IlirBuf *b = &bufs[k->nbufs];
-  b->name = ctx_arena_printf(T->a, "%s.packed%d", k->bufs[param].name, T->npacks++);
-  b->kind = ILIR_BUF_PACKED;
-  b->size = pk.rows * pk.cols;
-  b->index = ra_param;
-  b->pack = pk;
-  k->bufs = bufs;
-  return k->nbufs++;
+  return ilir_add_buf(
+      T->a, k,
+      (IlirBuf){.name = ctx_arena_printf(T->a, "%s.packed%d", k->bufs[param].name, T->npacks++),
+                .kind = ILIR_BUF_PACKED, .size = pk.rows * pk.cols, .index = ra_param,
+                .pack = pk});
 }
 
 /* The panel width of the PACKED copies a tile reads (ilir.h): on the CPU the
@@ -434,15 +424,45 @@ static bool tile_term(Tiler *T, IlirExpr *t, const IlirVar *n, const IlirVar *i,
   return false;
 }
 
-/* [s] as a register-tiled node loop over [nodes]' range, or NULL when it is
- * not a sum of products with parameter blocks. */
 /* May a product storing into [buf] be tiled? Always, unless a schedule's
  * tile directives name operators and [buf] is another operator. */
 static bool tile_allowed(const Tiler *T, int buf) {
   return T->k->bufs[buf].kind != ILIR_BUF_SCRATCH || sched_in_set(T->plan, T->plan->tile_only, buf);
 }
 
-static IlirStmt *tile_product(Tiler *T, const IlirStmt *nodes, const IlirStmt *s) {
+/* Operand rows. A term's x that computes — treelstm's U_iou (h0 + h1),
+ * treegru's U_h (r * s) — the register tile would compute once per block of
+ * outputs (96 times at treelstm's H = 512) and per r, inside the loop of
+ * multiply-adds: two loads, an add and a broadcast from a register for each
+ * of its nb rows. Computed once into a row of its own per node (a SCRATCH
+ * buffer, one level's rows after dense_scratch) the tile broadcasts it
+ * straight from memory. Returns the load of x's row and appends to [pre]
+ * the loop that fills it; x itself when it only reads (a load, a view). */
+static IlirExpr *operand_row(Tiler *T, const IlirStmt *nodes, const IlirStmt *s,
+                             const Term *term, CtxVec *pre) {
+  IlirExpr *x = term->x;
+  if (x->kind != ILIR_UNARY && x->kind != ILIR_BINARY) return x;
+  long R = term->reduce->hi->ival;
+  const char *of = T->k->bufs[s->body.stmts[0]->buf].name;
+  int row = ilir_add_buf(T->a, T->k,
+                         (IlirBuf){.name = ctx_arena_printf(T->a, "%s.x%d", of, pre->len),
+                                   .kind = ILIR_BUF_SCRATCH, .size = R, .index = -1,
+                                   .func = -1});
+  IlirVar *r = ilir_new_var(T->a, T->k, "r");
+  IlirExpr *base = ilir_binary(T->a, ILIR_MUL, ilir_var(T->a, nodes->var), ilir_const_i(T->a, R));
+  IlirStmt *fill = ilir_store(T->a, row, ilir_binary(T->a, ILIR_ADD, base, ilir_var(T->a, r)),
+                              ilir_subst(T->a, x, term->reduce->var, ilir_var(T->a, r)));
+  ctx_vec_push(T->a, pre, ilir_loop(T->a, r, ilir_const_i(T->a, 0), ilir_const_i(T->a, R),
+                                    ILIR_LOOP_SERIAL, one(T->a, fill)));
+  return ilir_load(T->a, T->k, row,
+                   ilir_binary(T->a, ILIR_ADD, base, ilir_var(T->a, term->reduce->var)));
+}
+
+/* [s] as a register-tiled node loop over [nodes]' range, or NULL when it is
+ * not a sum of products with parameter blocks; the loops filling its
+ * operand rows appended to [pre]. */
+static IlirStmt *tile_product(Tiler *T, const IlirStmt *nodes, const IlirStmt *s,
+                              CtxVec *pre) {
   if (s->kind != ILIR_LOOP || s->loop != ILIR_LOOP_SERIAL || s->body.n != 1 ||
       s->lo->kind != ILIR_CONST || s->lo->ival != 0 || s->hi->kind != ILIR_CONST)
     return NULL;
@@ -465,7 +485,7 @@ static IlirStmt *tile_product(Tiler *T, const IlirStmt *nodes, const IlirStmt *s
                                            ilir_const_i(T->a, I)),
                                ilir_var(T->a, s->var));
     IlirExpr *x = ilir_reduce(T->a, ILIR_SUM, r, parts[t].reduce->lo, parts[t].reduce->hi,
-                              ilir_binary(T->a, ILIR_MUL, parts[t].x,
+                              ilir_binary(T->a, ILIR_MUL, operand_row(T, nodes, s, &parts[t], pre),
                                           ilir_load(T->a, T->k, p, at)));
     sum = sum ? ilir_binary(T->a, ILIR_ADD, sum, x) : x;
   }
@@ -502,6 +522,7 @@ static void stmt_accesses(const IlirStmt *s, bool *rd, bool *wr) {
  * product) and the buffers it reads and writes (stmt_accesses). */
 typedef struct {
   IlirStmt *s, *tile;
+  CtxVec pre; /* the tile's operand rows' loops (operand_row) */
   bool *rd, *wr;
 } NodeStmt;
 
@@ -542,7 +563,7 @@ static IlirBlock *split_nodes(Tiler *T, const IlirStmt *nodes) {
   NodeStmt *body = CTX_NEW_ARRAY(T->a, NodeStmt, n > 0 ? (size_t)n : 1);
   for (int i = 0; i < n; i++) {
     body[i].s = nodes->body.stmts[i];
-    body[i].tile = tile_product(T, nodes, body[i].s);
+    body[i].tile = tile_product(T, nodes, body[i].s, &body[i].pre);
     tiled += body[i].tile != NULL;
   }
   if (!tiled) return NULL;
@@ -557,6 +578,7 @@ static IlirBlock *split_nodes(Tiler *T, const IlirStmt *nodes) {
       ctx_vec_push(T->a, &run, body[i].s);
       continue;
     }
+    for (int p = 0; p < body[i].pre.len; p++) ctx_vec_push(T->a, &run, body[i].pre.items[p]);
     if (run.len) {
       IlirBlock b = {(IlirStmt **)run.items, run.len};
       ctx_vec_push(T->a, &out, ilir_loop(T->a, nodes->var, nodes->lo, nodes->hi,

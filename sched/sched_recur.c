@@ -42,12 +42,8 @@
 
 void sched_unroll_recursion(CtxArena *a, IlirKernel *k, int levels) {
   if (levels <= 1 || ilir_find_buf(k, ILIR_BUF_PHASES) >= 0) return;
-  IlirBuf *bufs = CTX_NEW_ARRAY(a, IlirBuf, k->nbufs + 1);
-  memcpy(bufs, k->bufs, (size_t)k->nbufs * sizeof *bufs);
-  bufs[k->nbufs] = (IlirBuf){.name = "phases", .kind = ILIR_BUF_PHASES, .size = levels,
-                             .index = -1, .func = -1};
-  k->bufs = bufs;
-  k->nbufs++;
+  ilir_add_buf(a, k, (IlirBuf){.name = "phases", .kind = ILIR_BUF_PHASES, .size = levels,
+                               .index = -1, .func = -1});
 }
 
 /* ---- refactor_recursion ----------------------------------------------------------- */

@@ -103,15 +103,8 @@ static IlirBlock spec_block(const Spec *S, const IlirBlock *b) {
 
 /* The ARITY_END buffer of [arity], added to [k]. */
 static int arity_buffer(CtxArena *a, IlirKernel *k, long arity) {
-  IlirBuf *bufs = CTX_NEW_ARRAY(a, IlirBuf, k->nbufs + 1);
-  memcpy(bufs, k->bufs, (size_t)k->nbufs * sizeof *bufs);
-  IlirBuf *b = &bufs[k->nbufs];
-  memset(b, 0, sizeof *b);
-  b->name = ctx_arena_printf(a, "arity%ld", arity);
-  b->kind = ILIR_BUF_ARITY_END;
-  b->size = arity;
-  k->bufs = bufs;
-  return k->nbufs++;
+  return ilir_add_buf(a, k, (IlirBuf){.name = ctx_arena_printf(a, "arity%ld", arity),
+                                       .kind = ILIR_BUF_ARITY_END, .size = arity});
 }
 
 /* Is [lv] specialize-leaf's loop over the leaf level alone? */
