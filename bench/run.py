@@ -143,6 +143,12 @@ def limit_ms(model, H, batch, structs, m):
     wbytes = 4 * REC_FLOATS[model](H)
     lvl = weight_level(wbytes, m)
     bw = m["bw"][lvl]
+    below = sorted((b, g) for b, g in m["sweep"] if b <= wbytes)
+    if lvl in ("L1", "L2") and below:
+        # weights that fill most of the level read slower than its probe at half
+        # of it (treefc's 512 KiB at H=256 in a 512 KiB L2: 87.5 against 104 GB/s
+        # on a Zen 3): the sweep's figure at the largest size not above theirs
+        bw = min(bw, below[-1][1])
     if lvl == "L3" and m["sweep"]:
         # a large L3 shared with other cores (and other machines, on a VM) is
         # not one bandwidth: the probe at a quarter of it can read at DRAM's
