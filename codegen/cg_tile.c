@@ -9,7 +9,7 @@
 
 #include <string.h>
 
-enum { MAX_ACC = 64, MAX_TERMS = 16, MAX_STREAMS = 2 * MAX_TERMS, MAX_ROWS = 8 };
+enum { MAX_ACC = 64, MAX_TERMS = 16, MAX_STREAMS = 2 * MAX_TERMS, MAX_ROWS = ILIR_TILE_MAX_ROWS };
 
 /* The parts of a tile (ilir.h): for t { product loops `for j in [0, I) {
  * out[idx] = sum of terms sum(r in [0, R)) x * y[.. + r * RS + j] }`;
@@ -223,7 +223,7 @@ static void emit_tile(CgEmit *E, const CgTile *T, LLVMValueRef n0, int nb, LLVMV
  * panels)? */
 static bool tile_fits(const CgEmit *E, const CgTile *T, int nb, int iv, int vl) {
   int na = T->nprod * nb;
-  if (na * iv + iv + 2 > E->vec_regs || na * iv > MAX_ACC) return false;
+  if (!ilir_tile_fits(T->nprod, nb, iv, E->vec_regs) || na * iv > MAX_ACC) return false;
   for (int g = 0; g < T->nstreams; g++) {
     const IlirExpr *ye = T->stream[g].red[0]->a->b;
     const IlirBuf *y = ye->kind == ILIR_LOAD ? &E->k->bufs[ye->buf] : NULL;

@@ -110,7 +110,7 @@ typedef struct {
  * product change nothing: neither is worth a measurement. */
 static bool tile_worth(const Machine *m, int nb, int no, long widest) {
   int iv = no / m->vec_floats;
-  if (iv < 1 || nb * iv + iv + 2 > m->vec_regs) return false;
+  if (iv < 1 || !ilir_tile_fits(1, nb, iv, m->vec_regs)) return false;
   long wide = (widest + m->vec_floats - 1) / m->vec_floats * m->vec_floats;
   return no <= wide || no == tile_outs[0];
 }

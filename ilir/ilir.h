@@ -285,12 +285,21 @@ int ilir_sum_terms(IlirExpr *e, IlirExpr **terms, int cap);
  * arm is chosen — codegen reads it through one pointer chosen per row? */
 bool ilir_is_view(const IlirExpr *e);
 /* A register tile's products (IlirStmt): its leading output loops, each one
- * store of a sum of terms; the epilogue loops follow them. */
-enum { ILIR_TILE_MAX_PRODUCTS = 2 };
+ * store of a sum of terms; the epilogue loops follow them. At most
+ * ILIR_TILE_MAX_PRODUCTS of them, over at most ILIR_TILE_MAX_ROWS rows. */
+enum { ILIR_TILE_MAX_PRODUCTS = 2, ILIR_TILE_MAX_ROWS = 8 };
 typedef struct {
   const IlirStmt *loop[ILIR_TILE_MAX_PRODUCTS]; /* for j in [0, J) { out[idx] = T } */
   int n;
 } IlirTileParts;
+/* Do [products] products' register tiles of [rows] rows x [vectors] vectors
+ * fit [regs] vector registers: the accumulators, a weight vector per column
+ * of vectors, the broadcast x and a spare? The one budget codegen fits its
+ * tiles to (cg_tile.c), the panels are sized by (sched_apply.c) and ctx
+ * tune prunes with (driver_tune_space.c). */
+static inline bool ilir_tile_fits(int products, int rows, int vectors, int regs) {
+  return products * rows * vectors + vectors + 2 <= regs;
+}
 /* Is [s] a register-tiled product as IlirStmt describes? On success [*parts]
  * holds its products; the epilogue loops are s->body.stmts[parts->n ..]. */
 bool ilir_tile_parts(const IlirKernel *k, const IlirStmt *s, IlirTileParts *parts);

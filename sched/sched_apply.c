@@ -379,9 +379,9 @@ static int packed_buffer(Tiler *T, int param, IlirPack pk) {
 static long panel_width(const SchedPlan *plan, int nb, long tile_outs) {
   int vl = plan->vec_floats, regs = plan->vec_regs;
   if (vl <= 0 || regs <= 0) sched_host_vectors(&vl, &regs);
-  nb = nb < 1 ? 1 : nb > 8 ? 8 : nb;
+  nb = nb < 1 ? 1 : nb > ILIR_TILE_MAX_ROWS ? ILIR_TILE_MAX_ROWS : nb;
   long iv = tile_outs / vl > 0 ? tile_outs / vl : 1;
-  while (iv > 1 && nb * iv + iv + 2 > regs) iv--;
+  while (iv > 1 && !ilir_tile_fits(1, nb, iv, regs)) iv--;
   return iv * vl;
 }
 
