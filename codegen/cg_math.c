@@ -125,13 +125,16 @@ static LLVMValueRef exp_core(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef c
   return y;
 }
 
-/* [x] limited to [lo, hi], NaN to lo: the selects keep a NaN out of the
- * integer conversion in exp_core (poison for NaN), and x86 takes them as
- * vmaxps / vminps. */
+/* [x] at least [lo], NaN to lo: the select keeps a NaN out of the integer
+ * conversion in exp_core (poison for NaN); x86 takes it as vmaxps. */
+static LLVMValueRef at_least(LLVMBuilderRef b, LLVMValueRef x, double lo) {
+  return pick(b, LLVMRealOGT, x, lo, x, fc(LLVMTypeOf(x), lo));
+}
+
+/* [x] limited to [lo, hi], NaN to lo. */
 static LLVMValueRef clamp(LLVMBuilderRef b, LLVMValueRef x, double lo, double hi) {
-  LLVMTypeRef f32 = LLVMTypeOf(x);
-  x = pick(b, LLVMRealOGT, x, lo, x, fc(f32, lo));
-  return pick(b, LLVMRealOLT, x, hi, x, fc(f32, hi));
+  x = at_least(b, x, lo);
+  return pick(b, LLVMRealOLT, x, hi, x, fc(LLVMTypeOf(x), hi));
 }
 
 LLVMValueRef cg_math_exp(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef x) {
@@ -150,8 +153,8 @@ LLVMValueRef cg_math_exp(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef x) {
 LLVMValueRef cg_math_tanh(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef x) {
   LLVMTypeRef f32 = LLVMTypeOf(x);
   LLVMValueRef a = intrinsic(b, mod, "llvm.fabs", x);
-  LLVMValueRef e = exp_core(b, mod, clamp(b, LLVMBuildFMul(b, a, fc(f32, -2.0), ""), -87.0, 0.0),
-                            false);
+  LLVMValueRef e = exp_core(b, mod, at_least(b, LLVMBuildFMul(b, a, fc(f32, -2.0), ""), -87.0),
+                            false); /* -2|x| <= 0 */
   LLVMValueRef t = quotient(b, LLVMBuildFSub(b, fc(f32, 1.0), e, ""),
                             LLVMBuildFAdd(b, fc(f32, 1.0), e, ""));
   LLVMValueRef big = copysign_of(b, mod, t, x);

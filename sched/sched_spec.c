@@ -34,7 +34,6 @@
  */
 #include "sched/sched_int.h"
 
-#include <string.h>
 
 typedef struct {
   CtxArena *a;
