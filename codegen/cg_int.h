@@ -68,6 +68,9 @@ LLVMTargetMachineRef cg_host_machine_at(CtxDiag *diag, bool pic, LLVMCodeGenOptL
  * (static, or NULL for the host's). */
 LLVMTargetMachineRef cg_cpu_machine(CtxDiag *diag, bool pic, const char *cpu,
                                     const char **features);
+/* LLVM's command-line options ctx sets (and CTX_LLVM_OPTIONS), once per
+ * process, before the first target machine. */
+void cg_llvm_options(void);
 /* The same at the code generator's level [level]. */
 LLVMTargetMachineRef cg_cpu_machine_at(CtxDiag *diag, bool pic, const char *cpu,
                                        const char **features, LLVMCodeGenOptLevel level);

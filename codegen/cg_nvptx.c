@@ -236,6 +236,7 @@ const CgTarget cg_target_nvptx = {CG_TARGET_NVPTX,    1,
 /* ---- PTX ---------------------------------------------------------------------------- */
 
 static LLVMTargetMachineRef nvptx_machine(const char *arch, CtxDiag *diag) {
+  cg_llvm_options();
   LLVMInitializeNVPTXTargetInfo();
   LLVMInitializeNVPTXTarget();
   LLVMInitializeNVPTXTargetMC();

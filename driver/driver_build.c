@@ -11,6 +11,8 @@
  *   ar -M (an MRI script: kernel.o, model.o, every member of libctxrt.a) -->
  *       OUTDIR/libNAME.a (link it with -ljansson -lm -lpthread)
  *
+ * The C compiler compiles NAME_model.c while LLVM compiles the kernel, and ar
+ * runs beside the link: each pair needs only what came before it.
  * NAME is the model's name or --name's; every generated symbol starts with
  * NAME_ (the kernel's is ctx_NAME_kernel), so libraries of one model built
  * with different dims and names link into one program. --cpu picks the CPU
@@ -299,12 +301,6 @@ static int wait_tool(pid_t pid, const char *argv0, const char *what) {
   return CTX_EXIT_ICE;
 }
 
-static int run_tool(const CtxBuild *b, char *const *argv, const char *in, const char *what) {
-  pid_t pid;
-  int rc = spawn_tool(b, argv, in, what, &pid);
-  return rc ? rc : wait_tool(pid, argv[0], what);
-}
-
 /* The C compiler's words ($CC split at blanks, else "cc") followed by the
  * [n] words of [args], NULL-terminated; [*copy] holds the words' storage. */
 static char **cc_command(const char *const *args, int n, char **copy) {
@@ -367,8 +363,9 @@ static int link_library(const CtxBuild *b, const char *kernel_o) {
 }
 
 /* libNAME.a: the two objects and libctxrt's members, through an MRI script
- * (names with blanks or MRI's special characters cannot be written there). */
-static int archive(const CtxBuild *b, const char *kernel_o) {
+ * (names with blanks or MRI's special characters cannot be written there),
+ * started into [*pid]; archive_done waits for it and removes the script. */
+static int archive_start(const CtxBuild *b, const char *kernel_o, pid_t *pid) {
   char *obj = out_path(b, "", "_model.o"), *lib = out_path(b, "lib", ".a");
   char *mri = out_path(b, "", ".mri");
   const char *paths[] = {obj, lib, kernel_o, b->rt.lib};
@@ -386,10 +383,18 @@ static int archive(const CtxBuild *b, const char *kernel_o) {
   remove(lib);
   int rc = write_text(mri, &text) ? 0 : CTX_EXIT_ICE;
   char *argv[] = {"ar", "-M", NULL};
-  if (!rc) rc = run_tool(b, argv, mri, "ar");
-  remove(mri);
+  if (!rc) rc = spawn_tool(b, argv, mri, "ar", pid);
+  if (rc) remove(mri);
   ctx_buf_free(&text);
   free(obj), free(lib), free(mri);
+  return rc;
+}
+
+static int archive_done(const CtxBuild *b, pid_t pid) {
+  int rc = wait_tool(pid, "ar", "ar");
+  char *mri = out_path(b, "", ".mri");
+  remove(mri);
+  free(mri);
   return rc;
 }
 
@@ -479,8 +484,14 @@ static int build_all(CtxBuild *b) {
    * CPU object (docs/cuda.md). */
   if (b->k) b->k->name = ctx_arena_printf(b->s->arena, "ctx_%s_kernel", b->name);
   int rc = b->k ? kernel_and_model(b, kernel_o) : kernel_failed(b);
+  /* The archive and the shared library from the same two objects, at once. */
+  pid_t ar = 0;
+  if (!rc) rc = archive_start(b, kernel_o, &ar);
   if (!rc) rc = link_library(b, kernel_o);
-  if (!rc) rc = archive(b, kernel_o);
+  if (ar) {
+    int ar_rc = archive_done(b, ar);
+    if (!rc) rc = ar_rc;
+  }
   if (!rc)
     fprintf(b->s->out, "built %s/lib%s.so, %s/lib%s.a and %s/%s.h\n", b->dir, b->name, b->dir,
             b->name, b->dir, b->name);
