@@ -33,6 +33,8 @@ typedef struct {
   CgStreamTerms stream[MAX_STREAMS];
   int nstreams;
   long I;
+  LLVMValueRef copy[MAX_STREAMS]; /* the stream's block in a copy, or NULL (pack_blocks) */
+  long copy_width;                /* that block's width in floats */
 } CgTile;
 
 static LLVMTypeRef vec_type(CgEmit *E, int vl) {
@@ -100,11 +102,12 @@ static bool packed_row_form(const IlirExpr *e, const IlirVar *r, const IlirVar *
  * read at its own index, base NULL. */
 typedef struct {
   LLVMValueRef base, step;
+  LLVMValueRef copy; /* non-NULL: the block copied here (pack_blocks), rows step apart */
 } CgStream;
 
 static CgStream tile_stream(CgEmit *E, const IlirExpr *red, const IlirVar *j, LLVMValueRef i0) {
   const IlirExpr *p = red->a->b;
-  CgStream st = {NULL, NULL};
+  CgStream st = {NULL, NULL, NULL};
   if (p->kind != ILIR_LOAD || E->k->bufs[p->buf].kind != ILIR_BUF_PACKED) return st;
   const IlirPack *pk = &E->k->bufs[p->buf].pack;
   long panel = cg_pack_panel(pk), tail = pk->cols % panel;
@@ -132,27 +135,38 @@ static bool bind_outs(CgEmit *E, const CgTile *T, LLVMValueRef i) {
   return true;
 }
 
+/* The address of y(r, i0) of stream [S] (r bound; every output variable
+ * bound to i0), or NULL after an ICE: in its copy, in its PACKED panel, at
+ * a view's row (a leaf's row where it is: one pointer per row) or at y's own
+ * index. */
+static LLVMValueRef stream_row(CgEmit *E, const CgTile *T, const CgStreamTerms *S, CgStream st,
+                               LLVMValueRef r, LLVMValueRef i0) {
+  const IlirExpr *y = S->red[0]->a->b;
+  if (!cg_bind_var(E, S->red[0]->var, r) || !bind_outs(E, T, i0)) return NULL;
+  if (st.copy) {
+    LLVMValueRef at = LLVMBuildMul(E->b, r, st.step, "");
+    return LLVMBuildGEP2(E->b, E->f32, st.copy, &at, 1, "");
+  }
+  if (ilir_is_view(y)) return cg_view_ptr(E, y);
+  LLVMValueRef at = st.base ? LLVMBuildAdd(E->b, st.base, LLVMBuildMul(E->b, r, st.step, ""), "")
+                            : cg_emit_expr(E, y->a);
+  return elem_ptr(E, y->buf, at);
+}
+
 /* One step r of stream [S]: iv vector loads of y's row, each feeding nb
  * multiply-adds per term of the stream, with x(n0 + b, r) of that term;
  * acc[p * nb * iv + b * iv + v] is product p's, row b's, vector v's. */
 static void tile_step(CgEmit *E, const CgTile *T, const CgStreamTerms *S, CgStream st,
                       LLVMValueRef r, LLVMValueRef n0, int nb, LLVMValueRef i0, int iv, int vl,
                       LLVMValueRef *acc) {
-  const IlirExpr *y = S->red[0]->a->b;
   LLVMTypeRef vt = vec_type(E, vl);
   LLVMValueRef w[MAX_ACC];
-  if (!cg_bind_var(E, S->red[0]->var, r) || !bind_outs(E, T, i0)) return;
-  /* a view (a leaf's row where it is): one pointer for the row */
-  LLVMValueRef view = ilir_is_view(y) ? cg_view_ptr(E, y) : NULL;
-  LLVMValueRef row = st.base ? LLVMBuildAdd(E->b, st.base, LLVMBuildMul(E->b, r, st.step, ""), "")
-                     : view  ? NULL
-                             : cg_emit_expr(E, y->a);
+  LLVMValueRef row = stream_row(E, T, S, st, r, i0);
+  if (!row) return;
   for (int v = 0; v < iv; v++) {
     LLVMValueRef off = cg_const_i64(E, (long)v * vl);
-    LLVMValueRef at = view ? LLVMBuildGEP2(E->b, E->f32, view, &off, 1, "")
-                           : elem_ptr(E, y->buf, plus(E, row, (long)v * vl));
-    w[v] = LLVMBuildLoad2(E->b, vt, at, "w");
-    LLVMSetAlignment(w[v], 4);
+    w[v] = LLVMBuildLoad2(E->b, vt, LLVMBuildGEP2(E->b, E->f32, row, &off, 1, ""), "w");
+    LLVMSetAlignment(w[v], st.copy ? (unsigned)vl * 4 : 4);
   }
   for (int t = 0; t < S->n && !E->failed; t++) {
     LLVMValueRef *a = acc + S->prod[t] * nb * iv;
@@ -173,11 +187,12 @@ static void tile_step(CgEmit *E, const CgTile *T, const CgStreamTerms *S, CgStre
  * FMA latency, measured no faster (seqlstm H=256 B=1 1.06 vs 1.08 ms, treefc
  * H=256 B=1 0.037 vs 0.034 ms): those rows wait on their weights' stream,
  * not on the FMAs. */
-static void tile_stream_sum(CgEmit *E, const CgTile *T, const CgStreamTerms *S,
-                            LLVMValueRef n0, int nb, LLVMValueRef i0, int iv, int vl,
-                            LLVMValueRef *acc, int na) {
+static void tile_stream_sum(CgEmit *E, const CgTile *T, int g, LLVMValueRef n0, int nb,
+                            LLVMValueRef i0, int iv, int vl, LLVMValueRef *acc, int na) {
   LLVMValueRef phi[MAX_ACC], next[MAX_ACC];
-  CgStream st = tile_stream(E, S->red[0], T->prod[S->prod[0]].loop->var, i0);
+  const CgStreamTerms *S = &T->stream[g];
+  CgStream st = {NULL, cg_const_i64(E, T->copy_width), T->copy[g]};
+  if (!st.copy) st = tile_stream(E, S->red[0], T->prod[S->prod[0]].loop->var, i0);
   if (E->failed) return;
   CgLoop L;
   cg_loop_open(E, &L, cg_const_i64(E, 0), cg_const_i64(E, S->red[0]->hi->ival), "r");
@@ -202,7 +217,7 @@ static void emit_tile(CgEmit *E, const CgTile *T, LLVMValueRef n0, int nb, LLVMV
   int na = T->nprod * nb * iv;
   for (int a = 0; a < na; a++) acc[a] = LLVMConstNull(vec_type(E, vl));
   for (int g = 0; g < T->nstreams && !E->failed; g++)
-    tile_stream_sum(E, T, &T->stream[g], n0, nb, i0, iv, vl, acc, na);
+    tile_stream_sum(E, T, g, n0, nb, i0, iv, vl, acc, na);
   for (int p = 0; p < T->nprod && !E->failed; p++) {
     const IlirStmt *store = T->prod[p].store;
     for (int b = 0; b < nb && !E->failed; b++) {
@@ -322,6 +337,75 @@ static bool tile_streams(CgEmit *E, CgTile *T) {
   return true;
 }
 
+/* ---- copies of a node's matrix ------------------------------------------ */
+
+/* The rows of y a block of outputs reads, R rows of iv * vl floats, stay in
+ * L1 across the tile's rows when they are contiguous (PACKED weights). A
+ * node's own matrix (mvrnn's P, a child's A and B) is read in place, its
+ * rows H floats apart: at H = 128, 512 bytes, so a block of 16 columns maps
+ * to 8 of the L1's 64 sets and does not stay there. Such a stream is copied,
+ * block by block, into a contiguous buffer on the stack when the tile's rows
+ * reuse it (constant rows, at least two tiles of them; y the same for all of
+ * them), as BLAS packs its B: mvrnn H=128 B=10 0.96x the time (5 alternating
+ * rounds; its product 90 GFLOP/s, 83 before), H=64 unchanged (1.00x: rows
+ * 256 bytes apart already spread over 16 sets). At most 16 KiB per stream,
+ * half an L1: AVX-512's blocks of 64 columns (128 KiB a stream at H=128)
+ * are read in place as before. */
+enum { MAX_COPY_FLOATS = 4096 };
+
+static bool pack_worth(const CgEmit *E, const CgTile *T, int nb, long width) {
+  const IlirStmt *s = T->nodes;
+  if (E->tgt->kind != CG_TARGET_CPU || s->lo->kind != ILIR_CONST ||
+      s->hi->kind != ILIR_CONST || s->hi->ival - s->lo->ival < 2L * nb)
+    return false;
+  for (int g = 0; g < T->nstreams; g++) {
+    const IlirExpr *red = T->stream[g].red[0], *y = red->a->b;
+    if (y->kind == ILIR_LOAD && E->k->bufs[y->buf].kind == ILIR_BUF_PACKED) continue;
+    if (T->stream[g].n != 1 || ilir_uses(y, s->var) || red->hi->ival * width > MAX_COPY_FLOATS)
+      return false;
+  }
+  return true;
+}
+
+/* Copies, for the block of outputs from i0 (width floats), every non-PACKED
+ * stream's R rows into T->copy[g] (made at the function's entry on first
+ * use), rows width apart. */
+static void pack_blocks(CgEmit *E, CgTile *T, LLVMValueRef i0, long width, int vl) {
+  T->copy_width = width;
+  LLVMTypeRef vt = vec_type(E, vl);
+  for (int g = 0; g < T->nstreams && !E->failed; g++) {
+    const CgStreamTerms *S = &T->stream[g];
+    const IlirExpr *y = S->red[0]->a->b;
+    if (y->kind == ILIR_LOAD && E->k->bufs[y->buf].kind == ILIR_BUF_PACKED) continue;
+    long R = S->red[0]->hi->ival;
+    if (!T->copy[g]) {
+      LLVMBuilderRef at = LLVMCreateBuilderInContext(E->ctx);
+      LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(E->fn);
+      LLVMValueRef first = LLVMGetFirstInstruction(entry);
+      if (first) LLVMPositionBuilderBefore(at, first);
+      else LLVMPositionBuilderAtEnd(at, entry);
+      T->copy[g] = LLVMBuildAlloca(at, LLVMArrayType2(E->f32, (uint64_t)(R * width)), "copy");
+      LLVMSetAlignment(T->copy[g], 64);
+      LLVMDisposeBuilder(at);
+    }
+    CgStream none = {NULL, NULL, NULL};
+    CgLoop L;
+    cg_loop_open(E, &L, cg_const_i64(E, 0), cg_const_i64(E, R), "r.copy");
+    LLVMValueRef from = stream_row(E, T, S, none, L.iv, i0);
+    if (!from) return;
+    LLVMValueRef to = LLVMBuildMul(E->b, L.iv, cg_const_i64(E, width), "");
+    for (long v = 0; v < width; v += vl) {
+      LLVMValueRef off = cg_const_i64(E, v), dst = LLVMBuildAdd(E->b, to, off, "");
+      LLVMValueRef x = LLVMBuildLoad2(E->b, vt, LLVMBuildGEP2(E->b, E->f32, from, &off, 1, ""), "");
+      LLVMSetAlignment(x, 4);
+      LLVMValueRef st = LLVMBuildStore(E->b, x, LLVMBuildGEP2(E->b, E->f32, T->copy[g], &dst, 1, ""));
+      LLVMSetAlignment(st, (unsigned)vl * 4);
+    }
+    E->vars[S->red[0]->var->id] = NULL;
+    cg_loop_close(E, &L);
+  }
+}
+
 /* Should a tiled level product run split by outputs (every thread all of
  * the level's rows, a share of the output blocks) rather than by nodes?
  * A schedule's `parallel` fixes it (IlirStmt.share); otherwise two
@@ -414,6 +498,8 @@ void cg_emit_tiled(CgEmit *E, const IlirStmt *s) {
     output_share(E, by_outs, g == 0, width, &from, &to);
     CgLoop Li, Ln;
     cg_loop_open(E, &Li, from, to, "i0");
+    bool packed = g == 0 && pack_worth(E, &T, nb, width);
+    if (packed) pack_blocks(E, &T, Li.iv, width, seg[g].vl);
     LLVMValueRef count = LLVMBuildSDiv(E->b, LLVMBuildSub(E->b, hi, lo, ""), cg_const_i64(E, nb), "");
     LLVMValueRef rest = LLVMBuildAdd(E->b, lo, LLVMBuildMul(E->b, count, cg_const_i64(E, nb), ""), "");
     cg_loop_open(E, &Ln, lo, rest, "n0");
@@ -423,6 +509,7 @@ void cg_emit_tiled(CgEmit *E, const IlirStmt *s) {
     cg_loop_close_by(E, &Ln, nb);
     if (nb > 1 && !E->failed) emit_rest(E, &T, rest, hi, nb, Li.iv, seg[g].iv, seg[g].vl);
     if (s->body.n > T.nprod && !E->failed) emit_epilogues(E, &T, rest, hi, Li.iv, width);
+    memset(T.copy, 0, sizeof T.copy);
     cg_loop_close_by(E, &Li, width);
   }
   if (E->failed) return;
