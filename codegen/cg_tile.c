@@ -35,6 +35,8 @@ typedef struct {
   long I;
   LLVMValueRef copy[MAX_STREAMS]; /* the stream's block in a copy, or NULL (pack_blocks) */
   long copy_width;                /* that block's width in floats */
+  int split;                      /* K: each output sums K parts of r (emit_tile) */
+  LLVMValueRef partial;           /* the sums between passes (emit_tile), or NULL */
 } CgTile;
 
 static LLVMTypeRef vec_type(CgEmit *E, int vl) {
@@ -180,28 +182,27 @@ static void tile_step(CgEmit *E, const CgTile *T, const CgStreamTerms *S, CgStre
   for (int t = 0; t < S->n; t++) E->vars[S->red[t]->var->id] = NULL;
 }
 
-/* The sums over r of one stream into [acc] (na accumulators, each one chain
- * of multiply-adds over r, so every row sums in the same order whatever the
- * tile's shape: results do not depend on the thread count). Cutting a
- * single row's r range in halves with separate accumulators, to cover the
- * FMA latency, measured no faster (seqlstm H=256 B=1 1.06 vs 1.08 ms, treefc
- * H=256 B=1 0.037 vs 0.034 ms): those rows wait on their weights' stream,
- * not on the FMAs. */
+/* The sums over r of one stream, for the parts q0 .. q0 + P - 1 of the K
+ * equal parts of its r range, into acc[q * na ...] (na accumulators per
+ * part, each one chain of multiply-adds over its part's r in order). */
 static void tile_stream_sum(CgEmit *E, const CgTile *T, int g, LLVMValueRef n0, int nb,
-                            LLVMValueRef i0, int iv, int vl, LLVMValueRef *acc, int na) {
+                            LLVMValueRef i0, int iv, int vl, LLVMValueRef *acc, int na,
+                            int q0, int P) {
   LLVMValueRef phi[MAX_ACC], next[MAX_ACC];
   const CgStreamTerms *S = &T->stream[g];
   CgStream st = {NULL, cg_const_i64(E, T->copy_width), T->copy[g]};
   if (!st.copy) st = tile_stream(E, S->red[0], T->prod[S->prod[0]].loop->var, i0);
   if (E->failed) return;
+  long part = S->red[0]->hi->ival / T->split;
   CgLoop L;
-  cg_loop_open(E, &L, cg_const_i64(E, 0), cg_const_i64(E, S->red[0]->hi->ival), "r");
+  cg_loop_open(E, &L, cg_const_i64(E, 0), cg_const_i64(E, part), "r");
   LLVMPositionBuilderBefore(E->b, LLVMGetNextInstruction(L.iv));
-  for (int a = 0; a < na; a++) phi[a] = next[a] = LLVMBuildPhi(E->b, vec_type(E, vl), "acc");
+  for (int a = 0; a < P * na; a++) phi[a] = next[a] = LLVMBuildPhi(E->b, vec_type(E, vl), "acc");
   LLVMPositionBuilderAtEnd(E->b, L.body);
-  tile_step(E, T, S, st, L.iv, n0, nb, i0, iv, vl, next);
+  for (int q = 0; q < P && !E->failed; q++)
+    tile_step(E, T, S, st, plus(E, L.iv, (q0 + q) * part), n0, nb, i0, iv, vl, next + q * na);
   LLVMBasicBlockRef end = cg_loop_close(E, &L);
-  for (int a = 0; a < na; a++) {
+  for (int a = 0; a < P * na; a++) {
     LLVMValueRef vals[2] = {acc[a], next[a]};
     LLVMBasicBlockRef from[2] = {L.pre, end};
     LLVMAddIncoming(phi[a], vals, from, 2);
@@ -209,22 +210,69 @@ static void tile_stream_sum(CgEmit *E, const CgTile *T, int g, LLVMValueRef n0, 
   }
 }
 
+/* A stack buffer of [floats] floats, made at the function's entry. */
+static LLVMValueRef entry_buffer(CgEmit *E, long floats, const char *name) {
+  LLVMBuilderRef at = LLVMCreateBuilderInContext(E->ctx);
+  LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(E->fn);
+  LLVMValueRef first = LLVMGetFirstInstruction(entry);
+  if (first) LLVMPositionBuilderBefore(at, first);
+  else LLVMPositionBuilderAtEnd(at, entry);
+  LLVMValueRef buf = LLVMBuildAlloca(at, LLVMArrayType2(E->f32, (uint64_t)floats), name);
+  LLVMSetAlignment(buf, 64);
+  LLVMDisposeBuilder(at);
+  return buf;
+}
+
+/* How many of the K parts of the r range a tile of na accumulators sums at
+ * once: the most (a divisor of K) whose accumulators, a row of weights and x
+ * fit the registers. */
+static int parts_at_once(const CgEmit *E, int K, int na, int iv) {
+  int P = K;
+  while (P > 1 && P * na + iv + 2 > E->vec_regs) P /= 2;
+  return P;
+}
+
 /* One tile: rows t in [n0, n0 + nb) x outputs [i0, i0 + iv * vl) of every
- * product, summed in nprod * nb * iv accumulators of vl floats, then stored. */
-static void emit_tile(CgEmit *E, const CgTile *T, LLVMValueRef n0, int nb, LLVMValueRef i0,
-                      int iv, int vl) {
-  LLVMValueRef acc[MAX_ACC];
-  int na = T->nprod * nb * iv;
-  for (int a = 0; a < na; a++) acc[a] = LLVMConstNull(vec_type(E, vl));
-  for (int g = 0; g < T->nstreams && !E->failed; g++)
-    tile_stream_sum(E, T, g, n0, nb, i0, iv, vl, acc, na);
+ * product, summed in nprod * nb * iv accumulators of vl floats, then stored.
+ *
+ * Each output is the sum of K chains of multiply-adds, one per K-th of the
+ * r range (T->split), added in order: (c0 + c1) + ... A tile of a few rows
+ * has too few chains to cover the FMA's latency (AVX2's one row of 2
+ * vectors: 2 chains, 4 cycles each); it sums the K parts at once, K times
+ * the chains. A tile whose registers hold fewer parts sums them in passes,
+ * the sum so far kept on the stack between passes. The rows add up alike in
+ * every shape of tile, so results do not depend on how a level's nodes fall
+ * into tiles (the thread count, the batch). */
+static void emit_tile(CgEmit *E, CgTile *T, LLVMValueRef n0, int nb, LLVMValueRef i0, int iv,
+                      int vl) {
+  LLVMValueRef acc[MAX_ACC], sum[MAX_ACC];
+  int na = T->nprod * nb * iv, K = T->split, P = parts_at_once(E, K, na, iv);
+  if (K / P > 1 && !T->partial) T->partial = entry_buffer(E, (long)MAX_ACC * vl, "partial");
+  LLVMTypeRef vt = vec_type(E, vl);
+  for (int pass = 0; pass < K / P && !E->failed; pass++) {
+    for (int a = 0; a < P * na; a++) acc[a] = LLVMConstNull(vt);
+    for (int g = 0; g < T->nstreams && !E->failed; g++)
+      tile_stream_sum(E, T, g, n0, nb, i0, iv, vl, acc, na, pass * P, P);
+    for (int a = 0; a < na && !E->failed; a++) {
+      LLVMValueRef off = cg_const_i64(E, (long)a * vl);
+      LLVMValueRef at = pass > 0 || K / P > 1 ? LLVMBuildGEP2(E->b, E->f32, T->partial, &off, 1, "")
+                                              : NULL;
+      if (pass > 0) {
+        sum[a] = LLVMBuildLoad2(E->b, vt, at, "sum");
+        LLVMSetAlignment(sum[a], (unsigned)vl * 4);
+      }
+      for (int q = 0; q < P; q++)
+        sum[a] = pass == 0 && q == 0 ? acc[a] : LLVMBuildFAdd(E->b, sum[a], acc[q * na + a], "");
+      if (pass + 1 < K / P) LLVMSetAlignment(LLVMBuildStore(E->b, sum[a], at), (unsigned)vl * 4);
+    }
+  }
   for (int p = 0; p < T->nprod && !E->failed; p++) {
     const IlirStmt *store = T->prod[p].store;
     for (int b = 0; b < nb && !E->failed; b++) {
       cg_bind_var(E, T->nodes->var, plus(E, n0, b));
       for (int v = 0; v < iv && !E->failed; v++) {
         cg_bind_var(E, T->prod[p].loop->var, plus(E, i0, (long)v * vl));
-        LLVMValueRef st = LLVMBuildStore(E->b, acc[(p * nb + b) * iv + v],
+        LLVMValueRef st = LLVMBuildStore(E->b, sum[(p * nb + b) * iv + v],
                                          elem_ptr(E, store->buf, cg_emit_expr(E, store->index)));
         LLVMSetAlignment(st, 4);
       }
@@ -292,7 +340,7 @@ static int tile_vectors(const CgEmit *E, const CgTile *T, int *nb, int vl, int w
  * one tile of exactly that many rows: a level of 2 or 3 nodes still reads
  * each weight once for all of them (a switch on the count, a tile shape per
  * case). */
-static void emit_rest(CgEmit *E, const CgTile *T, LLVMValueRef rest, LLVMValueRef hi, int nb,
+static void emit_rest(CgEmit *E, CgTile *T, LLVMValueRef rest, LLVMValueRef hi, int nb,
                       LLVMValueRef i0, int iv, int vl) {
   LLVMBasicBlockRef done = cg_new_block(E, "rest.done");
   LLVMValueRef q = LLVMBuildSub(E->b, hi, rest, "");
@@ -305,6 +353,23 @@ static void emit_rest(CgEmit *E, const CgTile *T, LLVMValueRef rest, LLVMValueRe
     LLVMBuildBr(E->b, done);
   }
   LLVMPositionBuilderAtEnd(E->b, done);
+}
+
+/* K for [T] (emit_tile): 2 where every stream's r range halves into parts of
+ * at least 8 on the CPU, else 1. AVX2, 3 to 7 alternating rounds against
+ * K = 1: B=1 treefc H=256 0.80x the time, treelstm 0.93-0.94x, seqlstm 0.93x,
+ * childsum 0.95x, treegru 0.93x; B=10 treegru H=512 0.97x, childsum 0.98x,
+ * treefc 0.99x, dagrnn 1.01x, seqlstm H=512 0.98x but H=256 1.03x (its
+ * levels of 10 rows: tiles of 6 and 4 rows, each in two passes). K = 4 was no
+ * faster than 2 (treelstm H=256 B=1 0.97x against 0.93x). */
+static int tile_split(const CgEmit *E, const CgTile *T) {
+  int K = 2;
+  if (E->tgt->kind != CG_TARGET_CPU) return 1;
+  for (int g = 0; g < T->nstreams; g++) {
+    long R = T->stream[g].red[0]->hi->ival;
+    if (R % K || R / K < 8) return 1;
+  }
+  return K;
 }
 
 /* Groups the terms of [T]'s products into streams: a term joins an earlier
@@ -378,16 +443,7 @@ static void pack_blocks(CgEmit *E, CgTile *T, LLVMValueRef i0, long width, int v
     const IlirExpr *y = S->red[0]->a->b;
     if (y->kind == ILIR_LOAD && E->k->bufs[y->buf].kind == ILIR_BUF_PACKED) continue;
     long R = S->red[0]->hi->ival;
-    if (!T->copy[g]) {
-      LLVMBuilderRef at = LLVMCreateBuilderInContext(E->ctx);
-      LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(E->fn);
-      LLVMValueRef first = LLVMGetFirstInstruction(entry);
-      if (first) LLVMPositionBuilderBefore(at, first);
-      else LLVMPositionBuilderAtEnd(at, entry);
-      T->copy[g] = LLVMBuildAlloca(at, LLVMArrayType2(E->f32, (uint64_t)(R * width)), "copy");
-      LLVMSetAlignment(T->copy[g], 64);
-      LLVMDisposeBuilder(at);
-    }
+    if (!T->copy[g]) T->copy[g] = entry_buffer(E, R * width, "copy");
     CgStream none = {NULL, NULL, NULL};
     CgLoop L;
     cg_loop_open(E, &L, cg_const_i64(E, 0), cg_const_i64(E, R), "r.copy");
@@ -476,6 +532,7 @@ void cg_emit_tiled(CgEmit *E, const IlirStmt *s) {
     return;
   }
   T.I = parts.loop[0]->hi->ival;
+  T.split = tile_split(E, &T);
   int vl = E->vec_floats, nb = s->tile_nodes < MAX_ROWS ? s->tile_nodes : MAX_ROWS;
   int iv = tile_vectors(E, &T, &nb, vl, s->tile_outs);
   long full = T.I - T.I % ((long)iv * vl), vec = T.I - T.I % vl;
