@@ -87,6 +87,11 @@ static void emit_epilogues(CgEmit *E, const CgTile *T, LLVMValueRef lo, LLVMValu
   cg_loop_close(E, &Lt);
 }
 
+/* Does [y] read a PACKED copy (ilir.h, PACKED-PANELS)? */
+static bool reads_packed(const CgEmit *E, const IlirExpr *y) {
+  return y->kind == ILIR_LOAD && E->k->bufs[y->buf].kind == ILIR_BUF_PACKED;
+}
+
 /* Is [e] exactly `r * cols + j` — how the tiler reads a PACKED copy
  * (sched_apply.c tile_product)? */
 static bool packed_row_form(const IlirExpr *e, const IlirVar *r, const IlirVar *j, long cols) {
@@ -110,7 +115,7 @@ typedef struct {
 static CgStream tile_stream(CgEmit *E, const IlirExpr *red, const IlirVar *j, LLVMValueRef i0) {
   const IlirExpr *p = red->a->b;
   CgStream st = {NULL, NULL, NULL};
-  if (p->kind != ILIR_LOAD || E->k->bufs[p->buf].kind != ILIR_BUF_PACKED) return st;
+  if (!reads_packed(E, p)) return st;
   const IlirPack *pk = &E->k->bufs[p->buf].pack;
   long panel = cg_pack_panel(pk), tail = pk->cols % panel;
   if (!packed_row_form(p->a, red->var, j, pk->cols)) {
@@ -246,24 +251,23 @@ static int parts_at_once(const CgEmit *E, int K, int na, int iv) {
 static void emit_tile(CgEmit *E, CgTile *T, LLVMValueRef n0, int nb, LLVMValueRef i0, int iv,
                       int vl) {
   LLVMValueRef acc[MAX_ACC], sum[MAX_ACC];
-  int na = T->nprod * nb * iv, K = T->split, P = parts_at_once(E, K, na, iv);
-  if (K / P > 1 && !T->partial) T->partial = entry_buffer(E, (long)MAX_ACC * vl, "partial");
+  int na = T->nprod * nb * iv, P = parts_at_once(E, T->split, na, iv), passes = T->split / P;
+  if (passes > 1 && !T->partial) T->partial = entry_buffer(E, (long)MAX_ACC * vl, "partial");
   LLVMTypeRef vt = vec_type(E, vl);
-  for (int pass = 0; pass < K / P && !E->failed; pass++) {
+  for (int pass = 0; pass < passes && !E->failed; pass++) {
     for (int a = 0; a < P * na; a++) acc[a] = LLVMConstNull(vt);
     for (int g = 0; g < T->nstreams && !E->failed; g++)
       tile_stream_sum(E, T, g, n0, nb, i0, iv, vl, acc, na, pass * P, P);
     for (int a = 0; a < na && !E->failed; a++) {
       LLVMValueRef off = cg_const_i64(E, (long)a * vl);
-      LLVMValueRef at = pass > 0 || K / P > 1 ? LLVMBuildGEP2(E->b, E->f32, T->partial, &off, 1, "")
-                                              : NULL;
+      LLVMValueRef at = passes > 1 ? LLVMBuildGEP2(E->b, E->f32, T->partial, &off, 1, "") : NULL;
       if (pass > 0) {
         sum[a] = LLVMBuildLoad2(E->b, vt, at, "sum");
         LLVMSetAlignment(sum[a], (unsigned)vl * 4);
       }
       for (int q = 0; q < P; q++)
         sum[a] = pass == 0 && q == 0 ? acc[a] : LLVMBuildFAdd(E->b, sum[a], acc[q * na + a], "");
-      if (pass + 1 < K / P) LLVMSetAlignment(LLVMBuildStore(E->b, sum[a], at), (unsigned)vl * 4);
+      if (pass + 1 < passes) LLVMSetAlignment(LLVMBuildStore(E->b, sum[a], at), (unsigned)vl * 4);
     }
   }
   for (int p = 0; p < T->nprod && !E->failed; p++) {
@@ -386,7 +390,7 @@ static bool tile_streams(CgEmit *E, CgTile *T) {
       CgStreamTerms *S = NULL;
       for (int g = 0; g < T->nstreams && !S; g++) {
         const IlirExpr *red0 = T->stream[g].red[0];
-        if (y->kind == ILIR_LOAD && E->k->bufs[y->buf].kind == ILIR_BUF_PACKED &&
+        if (reads_packed(E, y) &&
             red0->a->b->kind == ILIR_LOAD && red0->a->b->buf == y->buf &&
             red0->hi->ival == terms[t]->hi->ival && T->stream[g].prod[T->stream[g].n - 1] != p)
           S = &T->stream[g];
@@ -425,7 +429,7 @@ static bool pack_worth(const CgEmit *E, const CgTile *T, int nb, long width) {
     return false;
   for (int g = 0; g < T->nstreams; g++) {
     const IlirExpr *red = T->stream[g].red[0], *y = red->a->b;
-    if (y->kind == ILIR_LOAD && E->k->bufs[y->buf].kind == ILIR_BUF_PACKED) continue;
+    if (reads_packed(E, y)) continue;
     if (T->stream[g].n != 1 || ilir_uses(y, s->var) || red->hi->ival * width > MAX_COPY_FLOATS)
       return false;
   }
@@ -440,8 +444,7 @@ static void pack_blocks(CgEmit *E, CgTile *T, LLVMValueRef i0, long width, int v
   LLVMTypeRef vt = vec_type(E, vl);
   for (int g = 0; g < T->nstreams && !E->failed; g++) {
     const CgStreamTerms *S = &T->stream[g];
-    const IlirExpr *y = S->red[0]->a->b;
-    if (y->kind == ILIR_LOAD && E->k->bufs[y->buf].kind == ILIR_BUF_PACKED) continue;
+    if (reads_packed(E, S->red[0]->a->b)) continue;
     long R = S->red[0]->hi->ival;
     if (!T->copy[g]) T->copy[g] = entry_buffer(E, R * width, "copy");
     CgStream none = {NULL, NULL, NULL};
@@ -555,8 +558,7 @@ void cg_emit_tiled(CgEmit *E, const IlirStmt *s) {
     output_share(E, by_outs, g == 0, width, &from, &to);
     CgLoop Li, Ln;
     cg_loop_open(E, &Li, from, to, "i0");
-    bool packed = g == 0 && pack_worth(E, &T, nb, width);
-    if (packed) pack_blocks(E, &T, Li.iv, width, seg[g].vl);
+    if (g == 0 && pack_worth(E, &T, nb, width)) pack_blocks(E, &T, Li.iv, width, seg[g].vl);
     LLVMValueRef count = LLVMBuildSDiv(E->b, LLVMBuildSub(E->b, hi, lo, ""), cg_const_i64(E, nb), "");
     LLVMValueRef rest = LLVMBuildAdd(E->b, lo, LLVMBuildMul(E->b, count, cg_const_i64(E, nb), ""), "");
     cg_loop_open(E, &Ln, lo, rest, "n0");
