@@ -100,8 +100,9 @@ static const char run_options[] =
 /* What follows ctx run's options in its help (a string of its own: one
  * literal stays under the 4095 characters C99 promises). */
 static const char run_notes[] =
-    "  --threads N        threads the kernel runs on (default: every core; more than\n"
-    "                     the cores online is allowed, with a warning)\n"
+    "  --threads N        threads the kernel runs on (default: one per CPU it may run\n"
+    "                     on, as taskset allows; more than the cores online is\n"
+    "                     allowed, with a warning)\n"
     "  --profile          after one untimed pass, end with where the time went:\n"
     "                     linearization, each level loop and each node loop of the\n"
     "                     kernel (ms per run, share, MFLOP, GFLOP/s, weight MB)\n"

@@ -750,7 +750,8 @@ CtxrtStatus ctxrt_cuda_probe(int32_t *devices, CtxrtError *err);
 void ctxrt_model_destroy(CtxrtModel *model);
 
 /* Runs [model]'s kernel on [threads] threads from the next run on (0: one per
- * online core, the default; the environment variable CTXRT_THREADS, when set
+ * CPU the process may run on — its affinity mask, as taskset sets it — the
+ * default; the environment variable CTXRT_THREADS, when set
  * to a positive integer, replaces that default). The team is created at the
  * first run with more than one thread; fewer threads run when the system
  * refuses to create more. CTXRT_ERR_ARG for a negative count or a NULL

@@ -10,7 +10,10 @@
  * The kernel runs on the model's thread team (ctxrt_team.c), created at the
  * first run that needs more than one thread and kept until the count changes.
  */
+#define _GNU_SOURCE /* sched_getaffinity */
 #include "ctxrt_int.h"
+
+#include <sched.h>
 
 #include <stdbool.h>
 #include <stdlib.h>
@@ -170,11 +173,23 @@ CtxrtStatus ctxrt_model_set_threads(CtxrtModel *m, int32_t threads, CtxrtError *
   return CTXRT_OK;
 }
 
+/* The CPUs this process may run on (its affinity: taskset, a cpuset), else
+ * the cores online. A process pinned to one CPU that ran a thread per core
+ * ran them all on that CPU: treefc H=256 B=10 under `taskset -c 1` took 0.80
+ * ms per batch on two threads, 0.44 on one. */
+static long usable_cpus(void) {
+#ifdef __linux__
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+#endif
+  return sysconf(_SC_NPROCESSORS_ONLN);
+}
+
 int32_t ctxrt_model_threads(const CtxrtModel *m) {
   long n = m->threads;
   const char *env = getenv("CTXRT_THREADS");
   if (n <= 0 && env) n = strtol(env, NULL, 10);
-  if (n <= 0) n = sysconf(_SC_NPROCESSORS_ONLN);
+  if (n <= 0) n = usable_cpus();
   return (int32_t)(n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : n);
 }
 
