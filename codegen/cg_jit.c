@@ -467,6 +467,30 @@ static bool emit(const IlirKernel *k, EmitKind kind, CtxBuf *out, const char *pa
   return ok;
 }
 
+/* FNV-1a over the unoptimized module's text: the emitter's output is a
+ * function of what it emits alone (value names are counters), so equal
+ * hashes are the same program up to a collision of 64-bit hashes. */
+bool cg_kernel_fingerprint(const IlirKernel *k, uint64_t *hash, CtxDiag *diag) {
+  const char *features = NULL;
+  LLVMTargetMachineRef tm = cg_cpu_machine(diag, false, NULL, &features);
+  if (!tm) return false;
+  LLVMContextRef ctx = LLVMContextCreate();
+  LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(k->name, ctx);
+  bool ok = cg_emit_module_for(ctx, mod, k, features, NULL, diag);
+  if (ok) {
+    char *text = LLVMPrintModuleToString(mod);
+    uint64_t h = 14695981039346656037ULL;
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++)
+      h = (h ^ *c) * 1099511628211ULL;
+    *hash = h;
+    LLVMDisposeMessage(text);
+  }
+  LLVMDisposeModule(mod);
+  LLVMContextDispose(ctx);
+  LLVMDisposeTargetMachine(tm);
+  return ok;
+}
+
 bool cg_emit_llvm(CtxBuf *out, const IlirKernel *k, CtxDiag *diag) {
   return emit(k, EMIT_LLVM, out, NULL, NULL, diag);
 }

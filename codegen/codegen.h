@@ -109,6 +109,12 @@ CgJit *cg_jit_compile_with(const IlirKernel *k, const CgJitOptions *o, CtxDiag *
  * cg_jit_free. */
 void *cg_jit_call_entry(const CgJit *jit);
 
+/* A 64-bit hash of the host kernel of [k] as emitted, before optimization:
+ * kernels with equal hashes are the same code (ctx tune measures plans that
+ * lower to one kernel once). False after reporting an internal compiler
+ * error to [diag]. */
+bool cg_kernel_fingerprint(const IlirKernel *k, uint64_t *hash, CtxDiag *diag);
+
 /* Appends the optimized LLVM IR of [k] as text to [out] (ctx check
  * --dump=llvm). Returns false after reporting an internal compiler error to
  * [diag]. */

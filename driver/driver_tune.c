@@ -14,7 +14,9 @@
  * the best while the budget lasts. Given the same timings and seed it makes
  * the same choices. A cost model prunes before measuring: register tiles
  * codegen would shrink to a smaller one (more accumulators than vector
- * registers) and tiles wider than every product are not candidates.
+ * registers) and tiles wider than every product are not candidates, and a
+ * plan whose kernel, as emitted, is one already measured (its hash,
+ * cg_kernel_fingerprint) is not measured again.
  * Finally the winner and the default run again in alternation, and the
  * winner is kept only when still faster: the tuned schedule is never slower
  * than the default on the sample, as far as this machine can tell.

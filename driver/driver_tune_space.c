@@ -2,6 +2,8 @@
  * says how candidates run and what the search does). */
 #include "driver/driver_tune.h"
 
+#include "codegen/codegen.h"
+
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,6 +153,7 @@ enum { MAX_SKIPPED = 512 };
 typedef struct {
   Point pt;
   double ms;      /* median ms per batch; < 0: not measured (why) */
+  uint64_t kernel; /* cg_kernel_fingerprint of its kernel */
   char why[160];
 } Cand;
 
@@ -164,6 +167,7 @@ typedef struct {
   int nbufs;
   Cand *tried;
   int ntried, cap, pruned, wrong, failed;
+  int same;       /* plans left out as another's kernel */
   Point skipped[MAX_SKIPPED]; /* pruned ones, not counted twice */
   int nskipped;
   int best;       /* index into tried (-1: none) */
@@ -327,8 +331,12 @@ static void progress(const Search *S) {
 }
 
 /* Does the plan [p] schedule the model (sched_apply accepts it: a model
- * without a product to refactor, say, does not take refactor_recursion)? */
-static bool legal(const Search *S, const Point *p) {
+ * without a product to refactor, say, does not take refactor_recursion)?
+ * Its kernel's fingerprint into [*kernel]: plans that differ lower to one
+ * kernel where codegen fits a tile to the registers (AVX2: (4, 64), (5, 16)
+ * and (6, 16) are all 6 rows x 2 vectors) or where a pass has nothing to
+ * do, and a kernel is measured once. */
+static bool legal(const Search *S, const Point *p, uint64_t *kernel) {
   CtxArena *a = ctx_arena_new();
   CtxDiag quiet;
   ctx_diag_init(&quiet, NULL, NULL);
@@ -340,7 +348,8 @@ static bool legal(const Search *S, const Point *p) {
       S->own_nb[S->ops[o].buf] = p->nb[o], S->own_no[S->ops[o].buf] = p->no[o];
   copy.tile_nb = S->own_nb, copy.tile_no = S->own_no, copy.nsets = S->nbufs;
   IlirKernel *k = ilir_lower(a, &quiet, S->T->program);
-  bool ok = k && sched_apply(a, &quiet, k, &copy) && !quiet.errors;
+  bool ok = k && sched_apply(a, &quiet, k, &copy) && !quiet.errors &&
+            cg_kernel_fingerprint(k, kernel, &quiet);
   ctx_arena_free(a);
   return ok;
 }
@@ -351,10 +360,18 @@ static int try_plan(Search *S, const Point *p) {
     if (same_plan(S, &S->tried[i].pt, p)) return -1;
   for (int i = 0; i < S->nskipped; i++)
     if (same_plan(S, &S->skipped[i], p)) return -1;
-  if (!same_plan(S, p, &S->def) && (!worth_measuring(&S->m, S->ops, S->nops, p) || !legal(S, p))) {
+  uint64_t kernel = 0;
+  bool def = same_plan(S, p, &S->def);
+  if (!def && (!worth_measuring(&S->m, S->ops, S->nops, p) || !legal(S, p, &kernel))) {
     if (S->nskipped < MAX_SKIPPED) S->skipped[S->nskipped++] = *p;
     return S->pruned++, -1;
   }
+  if (def && !legal(S, p, &kernel)) kernel = 0; /* measured all the same: its error */
+  for (int i = 0; i < S->ntried && !def; i++)
+    if (S->tried[i].kernel == kernel) {
+      if (S->nskipped < MAX_SKIPPED) S->skipped[S->nskipped++] = *p;
+      return S->same++, -1;
+    }
   if (S->ntried == S->cap) {
     S->cap = S->cap ? 2 * S->cap : 64;
     S->tried = realloc(S->tried, (size_t)S->cap * sizeof *S->tried);
@@ -363,6 +380,7 @@ static int try_plan(Search *S, const Point *p) {
   Cand *c = &S->tried[S->ntried];
   memset(c, 0, sizeof *c);
   c->pt = *p;
+  c->kernel = kernel;
   char path[300];
   snprintf(path, sizeof path, "%s/cand.sched", S->T->dir);
   write_sched(S, p, path);
@@ -486,8 +504,9 @@ static void write_result(Search *S, const Point *win, double win_ms, double def_
           (unsigned long long)o->tune.seed);
   fprintf(f, "# %d candidates measured (%d failed, %d gave outputs other than the "
              "interpreter's), %d left out before measuring (tiles codegen would shrink "
-             "or wider than every product, plans the model does not take)\n",
-          S->ntried, S->failed, S->wrong, S->pruned);
+             "or wider than every product, plans the model does not take), %d as the "
+             "same kernel as one measured\n",
+          S->ntried, S->failed, S->wrong, S->pruned, S->same);
   if (S->nops) {
     fputs("# searched: the plan's tile shape and these products' own (OP: tile):", f);
     for (int i = 0; i < S->nops; i++) fprintf(f, "%s %s", i ? "," : "", S->ops[i].name);
