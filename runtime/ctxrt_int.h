@@ -34,6 +34,13 @@ CtxrtStatus ctxrt__err(CtxrtError *err, CtxrtStatus status, const char *file,
 /* The out-of-memory error for [file]. */
 CtxrtStatus ctxrt__nomem(CtxrtError *err, const char *file);
 
+/* [bytes] of memory for weights the kernels read at every level, aligned to
+ * 64 bytes; from 256 KiB on, in transparent huge pages where the system
+ * gives them (madvise): physically contiguous 2 MiB, so which cache sets a
+ * matrix occupies no longer depends on where the system put its 4 KiB
+ * pages. Freed with free(); NULL when out of memory. */
+void *ctxrt__hot_alloc(size_t bytes);
+
 /* Copies the [len] bytes at [s] into [buf] (CTXRT_QUOTE_SIZE bytes) for use inside
  * quotes in a message: control characters become '?', long tokens are cut and end
  * in "...". Returns [buf]. */

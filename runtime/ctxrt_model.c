@@ -51,7 +51,7 @@ struct CtxrtModel {
 /* [b]'s block of [t] transposed into panels (CTXRT_BUF_PACKED) in a new
  * array; NULL when out of memory. grep: PACKED-PANELS (ilir/ilir.h). */
 static float *pack(const CtxrtModelBuf *b, const CtxrtTensor *t) {
-  float *p = malloc((size_t)(b->rows * b->cols + 1) * sizeof *p);
+  float *p = ctxrt__hot_alloc((size_t)(b->rows * b->cols + 1) * sizeof *p);
   if (!p) return NULL;
   int64_t panel = b->panel > 0 && b->panel < b->cols ? b->panel : b->cols;
   for (int64_t c = 0; c < b->cols; c++) {

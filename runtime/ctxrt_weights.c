@@ -65,7 +65,7 @@ int ctxrt__tensor_init(CtxrtTensor *t, const char *name, size_t name_len, int32_
     t->shape[i] = shape[i];
   size_t bytes = (size_t)t->numel * sizeof(float);
   bytes = (bytes + DATA_ALIGN - 1) / DATA_ALIGN * DATA_ALIGN;
-  t->data = aligned_alloc(DATA_ALIGN, bytes ? bytes : DATA_ALIGN);
+  t->data = ctxrt__hot_alloc(bytes ? bytes : DATA_ALIGN);
   t->name = malloc(name_len + 1);
   if (!t->data || !t->name) return 0;
   memcpy(t->name, name, name_len);
