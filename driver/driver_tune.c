@@ -210,7 +210,7 @@ bool ctx_tune_reference(TuneCtx *T, char *why, size_t size) {
 }
 
 /* Runs the schedule in [sched] [repeat] times per batch; the median ms per
- * batch into [*ms]. */
+ * batch into [*ms], the batches of a pass into T->batches. */
 static bool time_schedule(TuneCtx *T, const char *sched, long repeat, double limit_s, double *ms,
                           char *why, size_t size) {
   char out[600], log[600], rep[32], line[512];
@@ -231,11 +231,15 @@ static bool time_schedule(TuneCtx *T, const char *sched, long repeat, double lim
     return false;
   }
   *ms = strtod(m + 10, NULL);
+  const char *nb = strstr(line, "batches=");
+  long batches = nb ? strtol(nb + 8, NULL, 10) / repeat : 0;
+  if (batches > 0) T->batches = batches;
   return *ms > 0;
 }
 
 bool ctx_tune_measure(TuneCtx *T, const char *sched, double *ms, char *why, size_t size) {
-  double limit = T->default_ms > 0 ? 30 + T->default_ms * 1e-3 * (double)T->repeat * 20 : 600;
+  double runs = (double)T->repeat * (double)(T->batches > 0 ? T->batches : 1);
+  double limit = T->default_ms > 0 ? 30 + T->default_ms * 1e-3 * runs * 20 : 600;
   if (!time_schedule(T, sched, T->repeat, limit, ms, why, size)) return false;
   return ctx_tune_outputs_match(T, why, size);
 }

@@ -17,7 +17,8 @@ typedef struct {
   char dir[256];      /* the scratch directory */
   char *outputs[TUNE_MAX_OUTPUTS]; /* the .npy files a run writes (ref/, cand/) */
   int noutputs;
-  long repeat;        /* runs per batch of one timing */
+  long repeat;        /* passes over the sample of one timing (--repeat) */
+  long batches;       /* batches per pass (from the default's first run) */
   double default_ms;  /* the default schedule's median (0: not yet measured) */
 } TuneCtx;
 

@@ -99,53 +99,6 @@ typedef struct {
   int nb[MAX_TILE_OPS], no[MAX_TILE_OPS];
 } Point;
 
-/* ---- the cost model -------------------------------------------------------------------- */
-
-typedef struct {
-  int vec_floats, vec_regs; /* this CPU's vectors (codegen's choice) */
-  long widest;              /* outputs of the widest register-tiled product (0: none) */
-} Machine;
-
-/* Would codegen build the register tile [p] asks for? A tile needing more
- * accumulators than the vector registers hold is shrunk (cg_tile.c,
- * tile_vectors) to one that is tried anyway, and outputs beyond the widest
- * product change nothing: neither is worth a measurement. */
-static bool tile_worth(const Machine *m, int nb, int no, long widest) {
-  int iv = no / m->vec_floats;
-  if (iv < 1 || !ilir_tile_fits(1, nb, iv, m->vec_regs)) return false;
-  long wide = (widest + m->vec_floats - 1) / m->vec_floats * m->vec_floats;
-  return no <= wide || no == tile_outs[0];
-}
-
-static bool worth_measuring(const Machine *m, const TileOp *ops, int nops, const Point *p) {
-  const SchedPlan *q = &p->plan;
-  if (q->tile_nodes == 0) return q->tile_outs == 64; /* one "no tile" candidate */
-  if (!m->widest) return q->tile_nodes == 4 && q->tile_outs == 64; /* nothing to tile */
-  for (int o = 0; o < nops; o++)
-    if (p->nb[o] && !tile_worth(m, p->nb[o], p->no[o], ops[o].width)) return false;
-  return tile_worth(m, q->tile_nodes, q->tile_outs, m->widest);
-}
-
-static void visit_tiles(const IlirKernel *k, const IlirBlock *b, long *widest) {
-  for (int i = 0; i < b->n; i++) {
-    const IlirStmt *s = b->stmts[i];
-    IlirTileParts parts;
-    if (s->kind == ILIR_LOOP && s->tile_nodes && ilir_tile_parts(k, s, &parts) &&
-        parts.loop[0]->hi->kind == ILIR_CONST && parts.loop[0]->hi->ival > *widest)
-      *widest = parts.loop[0]->hi->ival;
-    visit_tiles(k, &s->body, widest);
-    visit_tiles(k, &s->then, widest);
-    visit_tiles(k, &s->els, widest);
-  }
-}
-
-static Machine machine_of(const IlirKernel *k) {
-  Machine m = {8, 16, 0};
-  sched_host_vectors(&m.vec_floats, &m.vec_regs);
-  if (k) visit_tiles(k, &k->body, &m.widest);
-  return m;
-}
-
 /* ---- candidates ------------------------------------------------------------------------- */
 
 enum { MAX_SKIPPED = 512 };
@@ -159,7 +112,6 @@ typedef struct {
 
 typedef struct {
   TuneCtx *T;
-  Machine m;
   Point def;      /* the default plan */
   TileOp ops[MAX_TILE_OPS];
   int nops;
@@ -362,7 +314,7 @@ static int try_plan(Search *S, const Point *p) {
     if (same_plan(S, &S->skipped[i], p)) return -1;
   uint64_t kernel = 0;
   bool def = same_plan(S, p, &S->def);
-  if (!def && (!worth_measuring(&S->m, S->ops, S->nops, p) || !legal(S, p, &kernel))) {
+  if (!def && !legal(S, p, &kernel)) {
     if (S->nskipped < MAX_SKIPPED) S->skipped[S->nskipped++] = *p;
     return S->pruned++, -1;
   }
@@ -561,17 +513,21 @@ static int start(Search *S, CtxSession *s) {
     fprintf(stderr, "ctx: error: the sample does not run on the interpreter: %s\n", why);
     return 3;
   }
-  T->repeat = 3;
+  T->repeat = 1;
   int i = try_plan(S, &S->def);
   if (i < 0 || S->tried[i].ms <= 0) {
     fprintf(stderr, "ctx: error: the default schedule does not run on the sample: %s\n",
             i >= 0 ? S->tried[i].why : "pruned");
     return 70;
   }
-  /* about 0.15 s of timed runs per candidate */
-  double ms = S->tried[i].ms;
-  T->repeat = ms > 0 ? (long)(150.0 / ms) : 50;
-  if (T->repeat < 3) T->repeat = 3;
+  /* about 0.15 s of timed runs per candidate, and at least 9 batches: the
+   * passes over the sample for that (a repeat per pass of every batch cost
+   * seqlstm B = 1 4.5 s per candidate, 30 batches of 1.65 ms 90 times: two
+   * candidates in a 60 s budget) */
+  double pass_ms = S->tried[i].ms * (double)(T->batches > 0 ? T->batches : 1);
+  T->repeat = pass_ms > 0 ? (long)(150.0 / pass_ms) : 50;
+  long least = T->batches > 0 ? (9 + T->batches - 1) / T->batches : 3;
+  if (T->repeat < least) T->repeat = least;
   if (T->repeat > 200) T->repeat = 200;
   (void)s;
   char path[300];
@@ -638,7 +594,7 @@ int ctx_tune(CtxSession *s) {
     fprintf(stderr, "ctx: error: cannot make a scratch directory in /tmp\n");
     return 70;
   }
-  Search S = {.T = &T, .m = machine_of(k), .best = -1, .tty = isatty(2)};
+  Search S = {.T = &T, .best = -1, .tty = isatty(2)};
   S.def.plan = sched_default_plan(p->disabled);
   /* the products as register tiling sees them: before direct-results moves
    * their outputs into result rows */
