@@ -12,11 +12,11 @@
  * best so far, kept when faster by more than the noise margin — until a
  * round changes nothing, then seeded random moves of one or two knobs from
  * the best while the budget lasts. Given the same timings and seed it makes
- * the same choices. A cost model prunes before measuring: register tiles
- * codegen would shrink to a smaller one (more accumulators than vector
- * registers) and tiles wider than every product are not candidates, and a
- * plan whose kernel, as emitted, is one already measured (its hash,
- * cg_kernel_fingerprint) is not measured again.
+ * the same choices. Before measuring, a plan is scheduled and emitted in
+ * process: one the model does not take is left out, and so is one whose
+ * kernel, as emitted, is one already measured (its hash,
+ * cg_kernel_fingerprint; register tiles that codegen fits to the same
+ * shape, passes with nothing to do).
  * Finally the winner and the default run again in alternation, and the
  * winner is kept only when still faster: the tuned schedule is never slower
  * than the default on the sample, as far as this machine can tell.

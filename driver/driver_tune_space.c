@@ -455,9 +455,8 @@ static void write_result(Search *S, const Point *win, double win_ms, double def_
   fprintf(f, " --budget %g --search-seed %llu\n", o->tune.budget_s,
           (unsigned long long)o->tune.seed);
   fprintf(f, "# %d candidates measured (%d failed, %d gave outputs other than the "
-             "interpreter's), %d left out before measuring (tiles codegen would shrink "
-             "or wider than every product, plans the model does not take), %d as the "
-             "same kernel as one measured\n",
+             "interpreter's), %d left out before measuring as plans the model does not "
+             "take, %d as the same kernel as one measured\n",
           S->ntried, S->failed, S->wrong, S->pruned, S->same);
   if (S->nops) {
     fputs("# searched: the plan's tile shape and these products' own (OP: tile):", f);
