@@ -3,24 +3,26 @@
  * libm's expf and tanhf are calls the loop vectorizer cannot widen, and in
  * the recursive cells (a sigmoid per gate, a tanh per state) those scalar
  * calls cost as much as the matrix products. These versions are straight-line
- * IR — fmul, fadd, floor, a shift into the exponent — so a loop of them
+ * IR — fmul, fadd, a shift into the exponent — so a loop of them
  * vectorizes like any elementwise loop.
  *
- * exp(x): x = n ln2 + r with n = floor(x log2(e) + 1/2) and |r| <= ln2 / 2
- * (ln2 in two parts, so r is exact to float precision), e^r by a degree-7
- * minimax polynomial (the Cephes expf coefficients), 2^n built in the
- * exponent bits (two factors, so that denormal results underflow gradually).
- * Relative error within 2 ulp where the result is a normal float (x in
- * [-87.3, 88.72]), the denormal's precision below that, 0 below -104, +inf
- * above 88.72; NaN stays NaN.
- * tanh(x): sign(x) (1 - e) / (1 + e) with e = exp(-2|x|), and the series
- * x - x^3/3 + 2x^5/15 - 17x^7/315 for |x| < 1/16, where the quotient would
- * lose relative precision; absolute error below 2e-7 everywhere.
+ * exp(x): x = n ln2 + r with n the integer nearest x log2(e) and |r| <=
+ * ln2 / 2 (ln2 in two parts, so r is exact to float precision), e^r - 1 by
+ * a degree-7 minimax polynomial (the Cephes expf coefficients), 2^n built
+ * in the exponent bits (two factors, so that denormal results underflow
+ * gradually). Relative error within 2 ulp where the result is a normal
+ * float (x in [-87.3, 88.72]), the denormal's precision below that, 0 below
+ * -104, +inf above 88.72; NaN stays NaN.
+ * tanh(x): sign(x) -m / (2 + m) with m = e^(-2|x|) - 1, which the
+ * polynomial gives to its relative precision where |x| is small, so tanh
+ * keeps it there too; absolute error below 2e-7 everywhere.
  * sigmoid(x) = 1 / (1 + exp(-x)), with x at least -88 (below, the true
  * value is under 7e-39 and so is the result: 0 or sigmoid(-88)). Below
  * -87.33 the true value is under the smallest normal float (1.2e-38) and
  * the result may be 0: AVX2's reciprocal estimate (vrcpps) flushes results
  * in the denormal range, AVX-512's (vrcp14ps) keeps them.
+ * A NaN argument runs through the arithmetic as a NaN (the clamps keep it,
+ * and no float-to-integer conversion sees it), so none of them tests for it.
  * The polynomials and the argument reduction are fused multiply-adds where
  * the target has FMA, and the quotients may be a reciprocal estimate refined
  * by a Newton step (quotient, below): no division in a gate's loop.
@@ -45,16 +47,10 @@ static LLVMValueRef intrinsic(LLVMBuilderRef b, LLVMModuleRef mod, const char *n
                         "");
 }
 
-/* copysign(x, sign) */
-static LLVMValueRef copysign_of(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef x,
-                                LLVMValueRef sign) {
-  static const char name[] = "llvm.copysign";
-  LLVMTypeRef t = LLVMTypeOf(x);
-  unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
-  LLVMValueRef f = LLVMGetIntrinsicDeclaration(mod, id, &t, 1);
-  LLVMValueRef args[2] = {x, sign};
-  return LLVMBuildCall2(b, LLVMIntrinsicGetType(LLVMGetTypeContext(t), id, &t, 1), f, args, 2,
-                        "");
+/* i32, or a vector of i32 as wide as [t] */
+static LLVMTypeRef int_like(LLVMTypeRef t) {
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(LLVMGetTypeContext(t));
+  return LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMVectorType(i32, LLVMGetVectorSize(t)) : i32;
 }
 
 /* a when x PRED k (an ordered comparison, or LLVMRealUNO: x is NaN), else
@@ -87,87 +83,110 @@ static LLVMValueRef horner(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef x, 
 
 /* num / den where a reciprocal estimate refined by a Newton step may stand
  * in for the division (arcp; the kernel's "reciprocal-estimates" attribute,
- * cg_emit.c, lets x86 use it: vrcp14ps and two FMAs instead of a vdivps,
+ * cg_emit.c, lets x86 use it: vrcpps and two FMAs instead of a vdivps,
  * which issues once every 8-10 cycles — a tanh and a sigmoid per gate
- * element made the divisions the gate loops' bottleneck). The estimate's
- * relative error after the step, ~2^-23, is a float rounding's. LLVM takes
- * the estimate only for a quotient without infinities (ninf): callers keep
- * num and den finite. */
+ * element made the divisions the gate loops' bottleneck; contract lets the
+ * step's multiply and subtract fuse). The estimate's relative error after
+ * the step, ~2^-23, is a float rounding's. LLVM takes the estimate only for
+ * a quotient without infinities (ninf): callers keep num and den finite. */
 static LLVMValueRef quotient(LLVMBuilderRef b, LLVMValueRef num, LLVMValueRef den) {
   LLVMValueRef q = LLVMBuildFDiv(b, num, den, "");
-  LLVMSetFastMathFlags(q, LLVMFastMathAllowReciprocal | LLVMFastMathNoInfs);
+  LLVMSetFastMathFlags(q, LLVMFastMathAllowReciprocal | LLVMFastMathNoInfs |
+                              LLVMFastMathAllowContract);
   return q;
 }
 
-/* e^x for x already in [-104, 88.72]: x = n ln2 + r, e^r by the
- * polynomial, times 2^n — as two factors when [gradual] (both normal for n in
- * [-150, 128], so results in the denormal range underflow gradually), else
- * as one, which needs n in [-126, 127] (x in [-87, 88]). */
-static LLVMValueRef exp_core(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef cx, bool gradual) {
-  LLVMTypeRef f32 = LLVMTypeOf(cx), i32 = LLVMInt32TypeInContext(LLVMGetTypeContext(f32));
-  LLVMValueRef n = intrinsic(b, mod, "llvm.floor",
-                             cg_math_fmuladd(b, mod, cx, fc(f32, M_LOG2E), fc(f32, 0.5)));
-  LLVMValueRef nn = LLVMBuildFNeg(b, n, "");
+/* 1.5 * 2^23: t = x log2(e) + M rounds x log2(e) to an integer n in t's low
+ * mantissa bits (|n| < 2^22), n = t - M as a float, and bits(t) << 23 is n
+ * in the exponent field (M's own bits shift out): no round or float-to-int
+ * conversion, and a NaN stays a NaN without an integer conversion's poison. */
+#define ROUND_MAGIC 12582912.0
+
+/* e^x for x already in [-104, 88.72] (or NaN, which stays NaN): x = n ln2 +
+ * r, [em1] e^r - 1 = r + r^2 p(r) by the polynomial, [scale] 2^n as a
+ * float. With [gradual] 2^n is two factors (both normal for n in [-150,
+ * 128], so results in the denormal range underflow gradually), else one,
+ * which needs n in [-126, 127] (x in [-87, 88]); then *scale is 2^n. */
+static LLVMValueRef exp_parts(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef cx, bool gradual,
+                              LLVMValueRef *scale, LLVMValueRef *em1) {
+  LLVMTypeRef f32 = LLVMTypeOf(cx), it = int_like(f32);
+  LLVMValueRef t = cg_math_fmuladd(b, mod, cx, fc(f32, M_LOG2E), fc(f32, ROUND_MAGIC));
+  LLVMValueRef nn = LLVMBuildFSub(b, fc(f32, ROUND_MAGIC), t, ""); /* -n */
   LLVMValueRef r = cg_math_fmuladd(b, mod, nn, fc(f32, 0.693359375), cx);
   r = cg_math_fmuladd(b, mod, nn, fc(f32, -2.12194440e-4), r);
   static const double p[] = {5.0000001201e-1, 1.6666665459e-1, 4.1665795894e-2,
                              8.3334519073e-3, 1.3981999507e-3, 1.9875691500e-4};
-  LLVMValueRef y = cg_math_fmuladd(b, mod, horner(b, mod, r, p, 6), LLVMBuildFMul(b, r, r, ""), r);
-  y = LLVMBuildFAdd(b, y, fc(f32, 1.0), "");
-  LLVMValueRef ni = LLVMBuildFPToSI(b, n, i32, "");
-  LLVMValueRef h = gradual ? LLVMBuildAShr(b, ni, LLVMConstInt(i32, 1, 0), "") : ni;
+  *em1 = cg_math_fmuladd(b, mod, horner(b, mod, r, p, 6), LLVMBuildFMul(b, r, r, ""), r);
+  LLVMValueRef ti = LLVMBuildBitCast(b, t, it, "");
+  if (!gradual) {
+    LLVMValueRef bits = LLVMBuildAdd(b, LLVMBuildShl(b, ti, LLVMConstInt(it, 23, 0), ""),
+                                     LLVMConstInt(it, 127u << 23, 0), "");
+    *scale = LLVMBuildBitCast(b, bits, f32, "");
+    return LLVMBuildFMul(b, LLVMBuildFAdd(b, *em1, fc(f32, 1.0), ""), *scale, "");
+  }
+  /* n itself, for the halves: bits(t) - bits(M) */
+  LLVMValueRef ni = LLVMBuildSub(b, ti, LLVMConstInt(it, 0x4B400000u, 0), "");
+  LLVMValueRef h = LLVMBuildAShr(b, ni, LLVMConstInt(it, 1, 0), "");
   LLVMValueRef parts[2] = {h, LLVMBuildSub(b, ni, h, "")};
-  for (int k = 0; k < (gradual ? 2 : 1); k++) {
-    LLVMValueRef bits = LLVMBuildShl(b, LLVMBuildAdd(b, parts[k], LLVMConstInt(i32, 127, 0), ""),
-                                     LLVMConstInt(i32, 23, 0), "");
+  LLVMValueRef y = LLVMBuildFAdd(b, *em1, fc(f32, 1.0), "");
+  for (int k = 0; k < 2; k++) {
+    LLVMValueRef bits = LLVMBuildShl(b, LLVMBuildAdd(b, parts[k], LLVMConstInt(it, 127, 0), ""),
+                                     LLVMConstInt(it, 23, 0), "");
     y = LLVMBuildFMul(b, y, LLVMBuildBitCast(b, bits, f32, ""), "");
   }
+  *scale = NULL;
   return y;
 }
 
-/* [x] at least [lo], NaN to lo: the select keeps a NaN out of the integer
- * conversion in exp_core (poison for NaN); x86 takes it as vmaxps. */
+/* [x] at least [lo], a NaN kept (x86 takes it as vmaxps, operands in the
+ * order that returns x for a NaN). */
 static LLVMValueRef at_least(LLVMBuilderRef b, LLVMValueRef x, double lo) {
-  return pick(b, LLVMRealOGT, x, lo, x, fc(LLVMTypeOf(x), lo));
+  return pick(b, LLVMRealOLT, x, lo, fc(LLVMTypeOf(x), lo), x);
 }
 
-/* [x] limited to [lo, hi], NaN to lo. */
+/* [x] limited to [lo, hi], a NaN kept. */
 static LLVMValueRef clamp(LLVMBuilderRef b, LLVMValueRef x, double lo, double hi) {
   x = at_least(b, x, lo);
-  return pick(b, LLVMRealOLT, x, hi, x, fc(LLVMTypeOf(x), hi));
+  return pick(b, LLVMRealOGT, x, hi, fc(LLVMTypeOf(x), hi), x);
 }
 
 LLVMValueRef cg_math_exp(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef x) {
   LLVMTypeRef f32 = LLVMTypeOf(x);
-  LLVMValueRef y = exp_core(b, mod, clamp(b, x, -104.0, 88.72283935546875), true);
+  LLVMValueRef scale, em1;
+  LLVMValueRef y = exp_parts(b, mod, clamp(b, x, -104.0, 88.72283935546875), true, &scale, &em1);
   y = pick(b, LLVMRealOGT, x, 88.72283935546875, fc(f32, INFINITY), y);
-  y = pick(b, LLVMRealOLT, x, -104.0, fc(f32, 0.0), y);
-  return pick(b, LLVMRealUNO, x, 0.0, x, y);
+  return pick(b, LLVMRealOLT, x, -104.0, fc(f32, 0.0), y);
 }
 
 /* tanh and sigmoid need e^-|..| only where it changes a float result: their
- * argument to exp_core is clamped to [-87, 88] (one factor 2^n; beyond, 1 + e
- * rounds to 1 or the quotient is below FLT_MIN either way), and a NaN
- * argument is picked at the end: 25 fewer vector instructions per
- * sigmoid-times-tanh of a gate than through cg_math_exp's limits. */
+ * argument to the exponential is clamped to [-87, 88] (one factor 2^n;
+ * beyond, 1 + e rounds to 1 or the quotient is below FLT_MIN either way),
+ * and a NaN runs through as a NaN.
+ * tanh |x| = -m / (2 + m) with m = e^-2|x| - 1 = 2^n (e^r - 1) + (2^n - 1):
+ * for small |x| (n = 0) m is the polynomial's e^r - 1 itself, so the
+ * quotient keeps tanh's relative precision near 0 without a series of its
+ * own; the sign of x is or-ed in (the quotient is at least 0). */
 LLVMValueRef cg_math_tanh(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef x) {
   LLVMTypeRef f32 = LLVMTypeOf(x);
   LLVMValueRef a = intrinsic(b, mod, "llvm.fabs", x);
-  LLVMValueRef e = exp_core(b, mod, at_least(b, LLVMBuildFMul(b, a, fc(f32, -2.0), ""), -87.0),
-                            false); /* -2|x| <= 0 */
-  LLVMValueRef t = quotient(b, LLVMBuildFSub(b, fc(f32, 1.0), e, ""),
-                            LLVMBuildFAdd(b, fc(f32, 1.0), e, ""));
-  LLVMValueRef big = copysign_of(b, mod, t, x);
-  static const double s[] = {1.0, -1.0 / 3, 2.0 / 15, -17.0 / 315};
-  LLVMValueRef small = LLVMBuildFMul(b, x, horner(b, mod, LLVMBuildFMul(b, x, x, ""), s, 4), "");
-  return pick(b, LLVMRealOLT, a, 0.0625, small, pick(b, LLVMRealUNO, x, 0.0, x, big));
+  LLVMValueRef scale, em1;
+  exp_parts(b, mod, at_least(b, LLVMBuildFMul(b, a, fc(f32, -2.0), ""), -87.0), false, &scale,
+            &em1); /* -2|x| <= 0 */
+  LLVMValueRef m = cg_math_fmuladd(b, mod, em1, scale,
+                                   LLVMBuildFSub(b, scale, fc(f32, 1.0), ""));
+  LLVMValueRef t = quotient(b, LLVMBuildFNeg(b, m, ""), LLVMBuildFAdd(b, fc(f32, 2.0), m, ""));
+  LLVMTypeRef it = int_like(f32);
+  LLVMValueRef sign = LLVMBuildAnd(b, LLVMBuildBitCast(b, x, it, ""),
+                                   LLVMConstInt(it, 0x80000000u, 0), "");
+  return LLVMBuildBitCast(b, LLVMBuildOr(b, LLVMBuildBitCast(b, t, it, ""), sign, ""), f32, "");
 }
 
 LLVMValueRef cg_math_sigmoid(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef x) {
   LLVMTypeRef f32 = LLVMTypeOf(x);
   /* -x at most 88 keeps exp(-x) and 1 + exp(-x) finite (quotient); the
    * sigmoid there is below 7e-39 */
-  LLVMValueRef e = exp_core(b, mod, clamp(b, LLVMBuildFNeg(b, x, ""), -87.0, 88.0), false);
-  LLVMValueRef s = quotient(b, fc(f32, 1.0), LLVMBuildFAdd(b, fc(f32, 1.0), e, ""));
-  return pick(b, LLVMRealUNO, x, 0.0, x, s);
+  LLVMValueRef scale, em1;
+  LLVMValueRef e = exp_parts(b, mod, clamp(b, LLVMBuildFNeg(b, x, ""), -87.0, 88.0), false,
+                             &scale, &em1);
+  return quotient(b, fc(f32, 1.0), LLVMBuildFAdd(b, fc(f32, 1.0), e, ""));
 }
