@@ -434,6 +434,95 @@ static void ask_vectorize(CgEmit *E, LLVMBasicBlockRef latch) {
                   LLVMMetadataAsValue(E->ctx, id));
 }
 
+/* ---- prefetching a node's gathered rows -------------------------------------- */
+
+/* Every variable of [e] is [n] or already has a value. */
+static bool vars_known(const CgEmit *E, const IlirExpr *e, const IlirVar *n) {
+  if (!e) return true;
+  if (e->kind == ILIR_VAR && e->var != n && !E->vars[e->var->id]) return false;
+  if (e->kind == ILIR_REDUCE) return false;
+  return vars_known(E, e->a, n) && vars_known(E, e->b, n) && vars_known(E, e->c, n);
+}
+
+static bool has_var(const IlirExpr *e, const IlirVar *v) {
+  return e && ((e->kind == ILIR_VAR && e->var == v) || has_var(e->a, v) || has_var(e->b, v) ||
+               has_var(e->c, v));
+}
+
+/* [e] reads an integer input value of node [n] (words[n]). */
+static bool reads_ivalue_of(const CgEmit *E, const IlirExpr *e, const IlirVar *n) {
+  if (!e) return false;
+  if (e->kind == ILIR_LOAD && E->k->bufs[e->buf].kind == ILIR_BUF_IVALUES && has_var(e->a, n))
+    return true;
+  return reads_ivalue_of(E, e->a, n) || reads_ivalue_of(E, e->b, n) ||
+         reads_ivalue_of(E, e->c, n);
+}
+
+enum { PREFETCH_LINES = 64 }; /* at most 4 KiB of a row: the hardware prefetcher takes the rest */
+
+/* Loads of [e] from a parameter at a row chosen by node [n]'s input value
+ * (Emb[words[n] * W + i], i over [0, I) of the loop [inner]): prefetches
+ * the row node [next] will read, so the gather's miss to memory overlaps
+ * this node's work (treelstm's leaves: a 3 KiB row of a 60 MiB table each). */
+static void prefetch_rows_in(CgEmit *E, const IlirExpr *e, const IlirStmt *inner,
+                             const IlirVar *n, LLVMValueRef next) {
+  if (!e || E->failed) return;
+  if (e->kind == ILIR_LOAD && E->k->bufs[e->buf].kind == ILIR_BUF_PARAM &&
+      reads_ivalue_of(E, e->a, n)) {
+    enum { MAX_ATOMS = 16 };
+    IlirExpr *atoms[MAX_ATOMS];
+    long coefs[MAX_ATOMS], konst;
+    bool use[MAX_ATOMS];
+    int na = ilir_linear(e->a, atoms, coefs, MAX_ATOMS, &konst), unit = 0;
+    for (int i = 0; i < na; i++) {
+      bool is_i = atoms[i]->kind == ILIR_VAR && atoms[i]->var == inner->var;
+      unit += is_i && coefs[i] == 1;
+      use[i] = !is_i;
+      if ((is_i && coefs[i] != 1) || (!is_i && !vars_known(E, atoms[i], n))) return;
+    }
+    if (na < 0 || unit != 1) return;
+    LLVMValueRef now = E->vars[n->id];
+    E->vars[n->id] = next;
+    LLVMValueRef row = linear_sum(E, atoms, coefs, na, use, konst);
+    E->vars[n->id] = now;
+    long I = inner->hi->ival, lines = (I + 15) / 16;
+    if (lines > PREFETCH_LINES) lines = PREFETCH_LINES;
+    static const char name[] = "llvm.prefetch";
+    LLVMTypeRef pt = LLVMTypeOf(E->bufs[e->buf]);
+    unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
+    LLVMValueRef f = LLVMGetIntrinsicDeclaration(E->mod, id, &pt, 1);
+    LLVMTypeRef ft = LLVMIntrinsicGetType(E->ctx, id, &pt, 1);
+    for (long l = 0; l < lines; l++) {
+      LLVMValueRef at = LLVMBuildAdd(E->b, row, cg_const_i64(E, l * 16), "");
+      /* a plain GEP: the row of a node past the level may be any row */
+      LLVMValueRef args[4] = {LLVMBuildGEP2(E->b, E->f32, E->bufs[e->buf], &at, 1, ""),
+                              LLVMConstInt(E->i32, 0, 0), LLVMConstInt(E->i32, 3, 0),
+                              LLVMConstInt(E->i32, 1, 0)};
+      LLVMBuildCall2(E->b, ft, f, args, 4, "");
+    }
+    return;
+  }
+  prefetch_rows_in(E, e->a, inner, n, next);
+  prefetch_rows_in(E, e->b, inner, n, next);
+  prefetch_rows_in(E, e->c, inner, n, next);
+}
+
+/* At the top of an iteration of the nodes loop [s] (node [n] = iv): the
+ * gathered rows of node iv + 1 (ivalues has a row past the last node). Only
+ * loops directly in [s] with constant bounds [0, I). */
+static void prefetch_next_rows(CgEmit *E, const IlirStmt *s, LLVMValueRef iv) {
+  LLVMValueRef next = LLVMBuildAdd(E->b, iv, cg_const_i64(E, 1), "");
+  for (int i = 0; i < s->body.n && !E->failed; i++) {
+    const IlirStmt *c = s->body.stmts[i];
+    if (c->kind != ILIR_LOOP || c->tile_nodes || !c->lo || !c->hi ||
+        c->lo->kind != ILIR_CONST || c->lo->ival != 0 || c->hi->kind != ILIR_CONST)
+      continue;
+    for (int j = 0; j < c->body.n; j++)
+      if (c->body.stmts[j]->kind == ILIR_STORE)
+        prefetch_rows_in(E, c->body.stmts[j]->value, c, s->var, next);
+  }
+}
+
 /* levels[i] */
 static LLVMValueRef level_start(CgEmit *E, LLVMValueRef i) {
   LLVMValueRef at = LLVMBuildInBoundsGEP2(E->b, E->i32, E->bufs[E->k->levels_buf], &i, 1, "");
@@ -517,7 +606,10 @@ static void emit_loop(CgEmit *E, const IlirStmt *s) {
   CgLoop L;
   cg_loop_open(E, &L, lo, hi, var_name(s->var));
   E->levels += s->loop == ILIR_LOOP_LEVELS;
-  if (cg_bind_var(E, s->var, L.iv)) emit_block(E, &s->body);
+  if (cg_bind_var(E, s->var, L.iv)) {
+    if (s->loop == ILIR_LOOP_NODES && E->tgt->kind == CG_TARGET_CPU) prefetch_next_rows(E, s, L.iv);
+    emit_block(E, &s->body);
+  }
   E->levels -= s->loop == ILIR_LOOP_LEVELS;
   if (s->loop == ILIR_LOOP_LEVELS && !E->failed) cg_emit_barrier(E, barrier_skippable(E, L.iv));
   LLVMBasicBlockRef latch = cg_loop_close(E, &L);

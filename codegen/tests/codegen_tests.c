@@ -206,6 +206,43 @@ START_TEST(max_select_unary) {
 }
 END_TEST
 
+/* ---- a gather: result[n, i] = emb[words[n], i], the next node's row prefetched -- */
+
+START_TEST(gathered_rows_prefetched) {
+  enum { W = 40, V = 50 };
+  T t;
+  t_init(&t, "ctx_gather_kernel");
+  int emb = buf(&t, "emb", ILIR_BUF_PARAM, (long)V * W);
+  int ival = buf(&t, "ivalues", ILIR_BUF_IVALUES, 1);
+  int lv = buf(&t, "levels", ILIR_BUF_LEVELS, 1);
+  int res = buf(&t, "f.result", ILIR_BUF_RESULT, W);
+  IlirVar *n = var(&t, "n"), *i = var(&t, "i");
+  IlirExpr *row = bin(&t, ILIR_MUL, ld(&t, ival, vr(&t, n)), ci(&t, W));
+  IlirStmt *st = store(&t, res, bin(&t, ILIR_ADD, bin(&t, ILIR_MUL, vr(&t, n), ci(&t, W)), vr(&t, i)),
+                       ld(&t, emb, bin(&t, ILIR_ADD, row, vr(&t, i))));
+  levels_around(&t, lv, n, loop(&t, i, ci(&t, 0), ci(&t, W), st));
+  CtxBuf ir;
+  ctx_buf_init(&ir);
+  ck_assert(cg_emit_llvm(&ir, t.k, &t.diag));
+  ck_assert_ptr_nonnull(strstr(ctx_buf_str(&ir), "@llvm.prefetch"));
+  ctx_buf_free(&ir);
+  CgJit *jit;
+  CgKernelFn fn = compile(&t, &jit);
+  static float e[V * W], r[4 * W];
+  for (int k = 0; k < V * W; k++) e[k] = (float)k;
+  /* the row past the last node (ivalues has one) may name any row at all:
+   * a prefetch of it must not fault */
+  int32_t iv[4] = {3, 49, 0, 1 << 30};
+  int32_t lvl[2] = {0, 3};
+  void *bufs[] = {e, iv, lvl, r};
+  fn(bufs, 3, 1, 0, 1, NULL, NULL);
+  for (int node = 0; node < 3; node++)
+    for (int k = 0; k < W; k++) ck_assert_float_eq(r[node * W + k], e[iv[node] * W + k]);
+  cg_jit_free(jit);
+  t_done(&t);
+}
+END_TEST
+
 /* ---- if on num_deps: leaves take their value, others twice their child's ---- */
 
 START_TEST(if_on_num_deps) {
@@ -627,6 +664,7 @@ static Suite *codegen_suite(void) {
   tcase_add_test(tc, threads_agree);
   tcase_add_test(tc, register_tile);
   tcase_add_test(tc, vector_math_accuracy);
+  tcase_add_test(tc, gathered_rows_prefetched);
   tcase_add_test(tc, llvm_and_asm_text);
   tcase_add_test(tc, bad_kernel_is_ice);
   tcase_add_test(tc, bounds_checked);
