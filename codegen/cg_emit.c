@@ -458,6 +458,19 @@ static bool reads_ivalue_of(const CgEmit *E, const IlirExpr *e, const IlirVar *n
          reads_ivalue_of(E, e->c, n);
 }
 
+/* [atom] (of a row's index) may be evaluated for node n + 1: it does not
+ * involve n, or it is ivalues[n * V + k] itself. ivalues has a row past the
+ * last node; no other per-node buffer does (dep[(n + 1) * K] would read past
+ * the end at the last node), so nothing else that reads n qualifies. */
+static bool next_row_safe(const CgEmit *E, IlirExpr *atom, const IlirVar *n) {
+  if (!has_var(atom, n)) return vars_known(E, atom, n);
+  if (atom->kind != ILIR_LOAD || E->k->bufs[atom->buf].kind != ILIR_BUF_IVALUES) return false;
+  IlirExpr *in[4];
+  long c[4], k;
+  int m = ilir_linear(atom->a, in, c, 4, &k);
+  return m == 1 && in[0]->kind == ILIR_VAR && in[0]->var == n;
+}
+
 enum { PREFETCH_LINES = 64 }; /* at most 4 KiB of a row: the hardware prefetcher takes the rest */
 
 /* Loads of [e] from a parameter at a row chosen by node [n]'s input value
@@ -478,7 +491,7 @@ static void prefetch_rows_in(CgEmit *E, const IlirExpr *e, const IlirStmt *inner
       bool is_i = atoms[i]->kind == ILIR_VAR && atoms[i]->var == inner->var;
       unit += is_i && coefs[i] == 1;
       use[i] = !is_i;
-      if ((is_i && coefs[i] != 1) || (!is_i && !vars_known(E, atoms[i], n))) return;
+      if ((is_i && coefs[i] != 1) || (!is_i && !next_row_safe(E, atoms[i], n))) return;
     }
     if (na < 0 || unit != 1) return;
     LLVMValueRef now = E->vars[n->id];

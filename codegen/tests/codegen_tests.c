@@ -243,6 +243,31 @@ START_TEST(gathered_rows_prefetched) {
 }
 END_TEST
 
+/* A row chosen through a dependency (emb[words[dep[n]]]) is not prefetched:
+ * dep has no row past the last node, so dep[n + 1] would read past its end. */
+START_TEST(rows_through_deps_not_prefetched) {
+  enum { W = 40, V = 50 };
+  T t;
+  t_init(&t, "ctx_gather_dep_kernel");
+  int emb = buf(&t, "emb", ILIR_BUF_PARAM, (long)V * W);
+  int ival = buf(&t, "ivalues", ILIR_BUF_IVALUES, 1);
+  int dep = buf(&t, "dep", ILIR_BUF_DEP, 1);
+  int lv = buf(&t, "levels", ILIR_BUF_LEVELS, 1);
+  int res = buf(&t, "f.result", ILIR_BUF_RESULT, W);
+  IlirVar *n = var(&t, "n"), *i = var(&t, "i");
+  IlirExpr *row = bin(&t, ILIR_MUL, ld(&t, ival, ld(&t, dep, vr(&t, n))), ci(&t, W));
+  IlirStmt *st = store(&t, res, bin(&t, ILIR_ADD, bin(&t, ILIR_MUL, vr(&t, n), ci(&t, W)), vr(&t, i)),
+                       ld(&t, emb, bin(&t, ILIR_ADD, row, vr(&t, i))));
+  levels_around(&t, lv, n, loop(&t, i, ci(&t, 0), ci(&t, W), st));
+  CtxBuf ir;
+  ctx_buf_init(&ir);
+  ck_assert(cg_emit_llvm(&ir, t.k, &t.diag));
+  ck_assert_ptr_null(strstr(ctx_buf_str(&ir), "@llvm.prefetch"));
+  ctx_buf_free(&ir);
+  t_done(&t);
+}
+END_TEST
+
 /* ---- if on num_deps: leaves take their value, others twice their child's ---- */
 
 START_TEST(if_on_num_deps) {
@@ -665,6 +690,7 @@ static Suite *codegen_suite(void) {
   tcase_add_test(tc, register_tile);
   tcase_add_test(tc, vector_math_accuracy);
   tcase_add_test(tc, gathered_rows_prefetched);
+  tcase_add_test(tc, rows_through_deps_not_prefetched);
   tcase_add_test(tc, llvm_and_asm_text);
   tcase_add_test(tc, bad_kernel_is_ice);
   tcase_add_test(tc, bounds_checked);
