@@ -208,28 +208,38 @@ END_TEST
 
 /* ---- a gather: result[n, i] = emb[words[n], i], the next node's row prefetched -- */
 
-START_TEST(gathered_rows_prefetched) {
-  enum { W = 40, V = 50 };
-  T t;
-  t_init(&t, "ctx_gather_kernel");
-  int emb = buf(&t, "emb", ILIR_BUF_PARAM, (long)V * W);
-  int ival = buf(&t, "ivalues", ILIR_BUF_IVALUES, 1);
-  int lv = buf(&t, "levels", ILIR_BUF_LEVELS, 1);
-  int res = buf(&t, "f.result", ILIR_BUF_RESULT, W);
-  IlirVar *n = var(&t, "n"), *i = var(&t, "i");
-  IlirExpr *row = bin(&t, ILIR_MUL, ld(&t, ival, vr(&t, n)), ci(&t, W));
-  IlirStmt *st = store(&t, res, bin(&t, ILIR_ADD, bin(&t, ILIR_MUL, vr(&t, n), ci(&t, W)), vr(&t, i)),
-                       ld(&t, emb, bin(&t, ILIR_ADD, row, vr(&t, i))));
-  levels_around(&t, lv, n, loop(&t, i, ci(&t, 0), ci(&t, W), st));
+enum { GW = 40, GV = 50 };
+
+/* result[n * GW + i] = emb[words[m] * GW + i], m = dep[n] when [through_dep]
+ * (a dep buffer after ivalues), else n; whether the IR prefetches a row. */
+static bool gather_kernel(T *t, bool through_dep) {
+  int emb = buf(t, "emb", ILIR_BUF_PARAM, (long)GV * GW);
+  int ival = buf(t, "ivalues", ILIR_BUF_IVALUES, 1);
+  int dep = through_dep ? buf(t, "dep", ILIR_BUF_DEP, 1) : -1;
+  int lv = buf(t, "levels", ILIR_BUF_LEVELS, 1);
+  int res = buf(t, "f.result", ILIR_BUF_RESULT, GW);
+  IlirVar *n = var(t, "n"), *i = var(t, "i");
+  IlirExpr *m = through_dep ? ld(t, dep, vr(t, n)) : vr(t, n);
+  IlirExpr *row = bin(t, ILIR_MUL, ld(t, ival, m), ci(t, GW));
+  IlirStmt *st = store(t, res, bin(t, ILIR_ADD, bin(t, ILIR_MUL, vr(t, n), ci(t, GW)), vr(t, i)),
+                       ld(t, emb, bin(t, ILIR_ADD, row, vr(t, i))));
+  levels_around(t, lv, n, loop(t, i, ci(t, 0), ci(t, GW), st));
   CtxBuf ir;
   ctx_buf_init(&ir);
-  ck_assert(cg_emit_llvm(&ir, t.k, &t.diag));
-  ck_assert_ptr_nonnull(strstr(ctx_buf_str(&ir), "@llvm.prefetch"));
+  ck_assert(cg_emit_llvm(&ir, t->k, &t->diag));
+  bool prefetches = strstr(ctx_buf_str(&ir), "@llvm.prefetch") != NULL;
   ctx_buf_free(&ir);
+  return prefetches;
+}
+
+START_TEST(gathered_rows_prefetched) {
+  T t;
+  t_init(&t, "ctx_gather_kernel");
+  ck_assert(gather_kernel(&t, false));
   CgJit *jit;
   CgKernelFn fn = compile(&t, &jit);
-  static float e[V * W], r[4 * W];
-  for (int k = 0; k < V * W; k++) e[k] = (float)k;
+  static float e[GV * GW], r[4 * GW];
+  for (int k = 0; k < GV * GW; k++) e[k] = (float)k;
   /* the row past the last node (ivalues has one) may name any row at all:
    * a prefetch of it must not fault */
   int32_t iv[4] = {3, 49, 0, 1 << 30};
@@ -237,7 +247,7 @@ START_TEST(gathered_rows_prefetched) {
   void *bufs[] = {e, iv, lvl, r};
   fn(bufs, 3, 1, 0, 1, NULL, NULL);
   for (int node = 0; node < 3; node++)
-    for (int k = 0; k < W; k++) ck_assert_float_eq(r[node * W + k], e[iv[node] * W + k]);
+    for (int k = 0; k < GW; k++) ck_assert_float_eq(r[node * GW + k], e[iv[node] * GW + k]);
   cg_jit_free(jit);
   t_done(&t);
 }
@@ -246,24 +256,9 @@ END_TEST
 /* A row chosen through a dependency (emb[words[dep[n]]]) is not prefetched:
  * dep has no row past the last node, so dep[n + 1] would read past its end. */
 START_TEST(rows_through_deps_not_prefetched) {
-  enum { W = 40, V = 50 };
   T t;
   t_init(&t, "ctx_gather_dep_kernel");
-  int emb = buf(&t, "emb", ILIR_BUF_PARAM, (long)V * W);
-  int ival = buf(&t, "ivalues", ILIR_BUF_IVALUES, 1);
-  int dep = buf(&t, "dep", ILIR_BUF_DEP, 1);
-  int lv = buf(&t, "levels", ILIR_BUF_LEVELS, 1);
-  int res = buf(&t, "f.result", ILIR_BUF_RESULT, W);
-  IlirVar *n = var(&t, "n"), *i = var(&t, "i");
-  IlirExpr *row = bin(&t, ILIR_MUL, ld(&t, ival, ld(&t, dep, vr(&t, n))), ci(&t, W));
-  IlirStmt *st = store(&t, res, bin(&t, ILIR_ADD, bin(&t, ILIR_MUL, vr(&t, n), ci(&t, W)), vr(&t, i)),
-                       ld(&t, emb, bin(&t, ILIR_ADD, row, vr(&t, i))));
-  levels_around(&t, lv, n, loop(&t, i, ci(&t, 0), ci(&t, W), st));
-  CtxBuf ir;
-  ctx_buf_init(&ir);
-  ck_assert(cg_emit_llvm(&ir, t.k, &t.diag));
-  ck_assert_ptr_null(strstr(ctx_buf_str(&ir), "@llvm.prefetch"));
-  ctx_buf_free(&ir);
+  ck_assert(!gather_kernel(&t, true));
   t_done(&t);
 }
 END_TEST
