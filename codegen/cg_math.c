@@ -47,14 +47,10 @@ static LLVMValueRef intrinsic(LLVMBuilderRef b, LLVMModuleRef mod, const char *n
                         "");
 }
 
-/* i32, or a vector of i32 as wide as [t] */
-static LLVMTypeRef int_like(LLVMTypeRef t) {
-  LLVMTypeRef i32 = LLVMInt32TypeInContext(LLVMGetTypeContext(t));
-  return LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMVectorType(i32, LLVMGetVectorSize(t)) : i32;
-}
+/* i32 in the context of [t] */
+static LLVMTypeRef i32_for(LLVMTypeRef t) { return LLVMInt32TypeInContext(LLVMGetTypeContext(t)); }
 
-/* a when x PRED k (an ordered comparison, or LLVMRealUNO: x is NaN), else
- * [other]. */
+/* a when x PRED k (an ordered comparison), else [other]. */
 static LLVMValueRef pick(LLVMBuilderRef b, LLVMRealPredicate pred, LLVMValueRef x, double k,
                          LLVMValueRef a, LLVMValueRef other) {
   LLVMValueRef c = LLVMBuildFCmp(b, pred, x, fc(LLVMTypeOf(x), k), "");
@@ -102,40 +98,36 @@ static LLVMValueRef quotient(LLVMBuilderRef b, LLVMValueRef num, LLVMValueRef de
  * conversion, and a NaN stays a NaN without an integer conversion's poison. */
 #define ROUND_MAGIC 12582912.0
 
-/* e^x for x already in [-104, 88.72] (or NaN, which stays NaN): x = n ln2 +
- * r, [em1] e^r - 1 = r + r^2 p(r) by the polynomial, [scale] 2^n as a
- * float. With [gradual] 2^n is two factors (both normal for n in [-150,
- * 128], so results in the denormal range underflow gradually), else one,
- * which needs n in [-126, 127] (x in [-87, 88]); then *scale is 2^n. */
-static LLVMValueRef exp_parts(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef cx, bool gradual,
-                              LLVMValueRef *scale, LLVMValueRef *em1) {
-  LLVMTypeRef f32 = LLVMTypeOf(cx), it = int_like(f32);
+/* x = n ln2 + r for [cx] in [-104, 88.72] (or NaN, which stays NaN):
+ * returns e^r - 1 = r + r^2 p(r) by the polynomial, and sets *n_bits to an
+ * i32 holding n in its low bits (bits(t), above). */
+static LLVMValueRef expm1_reduced(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef cx,
+                                  LLVMValueRef *n_bits) {
+  LLVMTypeRef f32 = LLVMTypeOf(cx);
   LLVMValueRef t = cg_math_fmuladd(b, mod, cx, fc(f32, M_LOG2E), fc(f32, ROUND_MAGIC));
   LLVMValueRef nn = LLVMBuildFSub(b, fc(f32, ROUND_MAGIC), t, ""); /* -n */
   LLVMValueRef r = cg_math_fmuladd(b, mod, nn, fc(f32, 0.693359375), cx);
   r = cg_math_fmuladd(b, mod, nn, fc(f32, -2.12194440e-4), r);
   static const double p[] = {5.0000001201e-1, 1.6666665459e-1, 4.1665795894e-2,
                              8.3334519073e-3, 1.3981999507e-3, 1.9875691500e-4};
-  *em1 = cg_math_fmuladd(b, mod, horner(b, mod, r, p, 6), LLVMBuildFMul(b, r, r, ""), r);
-  LLVMValueRef ti = LLVMBuildBitCast(b, t, it, "");
-  if (!gradual) {
-    LLVMValueRef bits = LLVMBuildAdd(b, LLVMBuildShl(b, ti, LLVMConstInt(it, 23, 0), ""),
-                                     LLVMConstInt(it, 127u << 23, 0), "");
-    *scale = LLVMBuildBitCast(b, bits, f32, "");
-    return LLVMBuildFMul(b, LLVMBuildFAdd(b, *em1, fc(f32, 1.0), ""), *scale, "");
-  }
-  /* n itself, for the halves: bits(t) - bits(M) */
-  LLVMValueRef ni = LLVMBuildSub(b, ti, LLVMConstInt(it, 0x4B400000u, 0), "");
-  LLVMValueRef h = LLVMBuildAShr(b, ni, LLVMConstInt(it, 1, 0), "");
-  LLVMValueRef parts[2] = {h, LLVMBuildSub(b, ni, h, "")};
-  LLVMValueRef y = LLVMBuildFAdd(b, *em1, fc(f32, 1.0), "");
-  for (int k = 0; k < 2; k++) {
-    LLVMValueRef bits = LLVMBuildShl(b, LLVMBuildAdd(b, parts[k], LLVMConstInt(it, 127, 0), ""),
-                                     LLVMConstInt(it, 23, 0), "");
-    y = LLVMBuildFMul(b, y, LLVMBuildBitCast(b, bits, f32, ""), "");
-  }
-  *scale = NULL;
-  return y;
+  *n_bits = LLVMBuildBitCast(b, t, i32_for(f32), "");
+  return cg_math_fmuladd(b, mod, horner(b, mod, r, p, 6), LLVMBuildFMul(b, r, r, ""), r);
+}
+
+/* 2^k as a float for the integer k (in [-126, 127]) in the low bits of the
+ * i32 [k]: k << 23 plus the exponent's bias. */
+static LLVMValueRef pow2(LLVMBuilderRef b, LLVMValueRef k, LLVMTypeRef f32) {
+  LLVMTypeRef it = LLVMTypeOf(k);
+  LLVMValueRef bits = LLVMBuildAdd(b, LLVMBuildShl(b, k, LLVMConstInt(it, 23, 0), ""),
+                                   LLVMConstInt(it, 127u << 23, 0), "");
+  return LLVMBuildBitCast(b, bits, f32, "");
+}
+
+/* e^x for [cx] in [-87, 88] (or NaN): (e^r - 1 + 1) 2^n, 2^n one factor. */
+static LLVMValueRef exp_core(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef cx) {
+  LLVMTypeRef f32 = LLVMTypeOf(cx);
+  LLVMValueRef n_bits, em1 = expm1_reduced(b, mod, cx, &n_bits);
+  return LLVMBuildFMul(b, LLVMBuildFAdd(b, em1, fc(f32, 1.0), ""), pow2(b, n_bits, f32), "");
 }
 
 /* [x] at least [lo], a NaN kept (x86 takes it as vmaxps, operands in the
@@ -150,10 +142,16 @@ static LLVMValueRef clamp(LLVMBuilderRef b, LLVMValueRef x, double lo, double hi
   return pick(b, LLVMRealOGT, x, hi, fc(LLVMTypeOf(x), hi), x);
 }
 
+/* e^x over [-104, 88.72]: 2^n as two factors 2^h 2^(n - h), both normal for
+ * n in [-150, 128], so results in the denormal range underflow gradually. */
 LLVMValueRef cg_math_exp(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef x) {
   LLVMTypeRef f32 = LLVMTypeOf(x);
-  LLVMValueRef scale, em1;
-  LLVMValueRef y = exp_parts(b, mod, clamp(b, x, -104.0, 88.72283935546875), true, &scale, &em1);
+  LLVMValueRef n_bits, em1 = expm1_reduced(b, mod, clamp(b, x, -104.0, 88.72283935546875), &n_bits);
+  LLVMTypeRef it = LLVMTypeOf(n_bits);
+  LLVMValueRef n = LLVMBuildSub(b, n_bits, LLVMConstInt(it, 0x4B400000u, 0), ""); /* - bits(M) */
+  LLVMValueRef h = LLVMBuildAShr(b, n, LLVMConstInt(it, 1, 0), "");
+  LLVMValueRef y = LLVMBuildFMul(b, LLVMBuildFAdd(b, em1, fc(f32, 1.0), ""), pow2(b, h, f32), "");
+  y = LLVMBuildFMul(b, y, pow2(b, LLVMBuildSub(b, n, h, ""), f32), "");
   y = pick(b, LLVMRealOGT, x, 88.72283935546875, fc(f32, INFINITY), y);
   return pick(b, LLVMRealOLT, x, -104.0, fc(f32, 0.0), y);
 }
@@ -169,13 +167,13 @@ LLVMValueRef cg_math_exp(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef x) {
 LLVMValueRef cg_math_tanh(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef x) {
   LLVMTypeRef f32 = LLVMTypeOf(x);
   LLVMValueRef a = intrinsic(b, mod, "llvm.fabs", x);
-  LLVMValueRef scale, em1;
-  exp_parts(b, mod, at_least(b, LLVMBuildFMul(b, a, fc(f32, -2.0), ""), -87.0), false, &scale,
-            &em1); /* -2|x| <= 0 */
-  LLVMValueRef m = cg_math_fmuladd(b, mod, em1, scale,
-                                   LLVMBuildFSub(b, scale, fc(f32, 1.0), ""));
+  LLVMValueRef n_bits, em1 = expm1_reduced(
+                           b, mod, at_least(b, LLVMBuildFMul(b, a, fc(f32, -2.0), ""), -87.0),
+                           &n_bits); /* -2|x| <= 0 */
+  LLVMValueRef scale = pow2(b, n_bits, f32);
+  LLVMValueRef m = cg_math_fmuladd(b, mod, em1, scale, LLVMBuildFSub(b, scale, fc(f32, 1.0), ""));
   LLVMValueRef t = quotient(b, LLVMBuildFNeg(b, m, ""), LLVMBuildFAdd(b, fc(f32, 2.0), m, ""));
-  LLVMTypeRef it = int_like(f32);
+  LLVMTypeRef it = i32_for(f32);
   LLVMValueRef sign = LLVMBuildAnd(b, LLVMBuildBitCast(b, x, it, ""),
                                    LLVMConstInt(it, 0x80000000u, 0), "");
   return LLVMBuildBitCast(b, LLVMBuildOr(b, LLVMBuildBitCast(b, t, it, ""), sign, ""), f32, "");
@@ -185,8 +183,6 @@ LLVMValueRef cg_math_sigmoid(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef x
   LLVMTypeRef f32 = LLVMTypeOf(x);
   /* -x at most 88 keeps exp(-x) and 1 + exp(-x) finite (quotient); the
    * sigmoid there is below 7e-39 */
-  LLVMValueRef scale, em1;
-  LLVMValueRef e = exp_parts(b, mod, clamp(b, LLVMBuildFNeg(b, x, ""), -87.0, 88.0), false,
-                             &scale, &em1);
+  LLVMValueRef e = exp_core(b, mod, clamp(b, LLVMBuildFNeg(b, x, ""), -87.0, 88.0));
   return quotient(b, fc(f32, 1.0), LLVMBuildFAdd(b, fc(f32, 1.0), e, ""));
 }
