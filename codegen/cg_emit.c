@@ -449,15 +449,6 @@ static bool has_var(const IlirExpr *e, const IlirVar *v) {
                has_var(e->c, v));
 }
 
-/* [e] reads an integer input value of node [n] (words[n]). */
-static bool reads_ivalue_of(const CgEmit *E, const IlirExpr *e, const IlirVar *n) {
-  if (!e) return false;
-  if (e->kind == ILIR_LOAD && E->k->bufs[e->buf].kind == ILIR_BUF_IVALUES && has_var(e->a, n))
-    return true;
-  return reads_ivalue_of(E, e->a, n) || reads_ivalue_of(E, e->b, n) ||
-         reads_ivalue_of(E, e->c, n);
-}
-
 /* [atom] (of a row's index) may be evaluated for node n + 1: it does not
  * involve n, or it is ivalues[n * V + k] itself. ivalues has a row past the
  * last node; no other per-node buffer does (dep[(n + 1) * K] would read past
@@ -480,20 +471,20 @@ enum { PREFETCH_LINES = 64 }; /* at most 4 KiB of a row: the hardware prefetcher
 static void prefetch_rows_in(CgEmit *E, const IlirExpr *e, const IlirStmt *inner,
                              const IlirVar *n, LLVMValueRef next) {
   if (!e || E->failed) return;
-  if (e->kind == ILIR_LOAD && E->k->bufs[e->buf].kind == ILIR_BUF_PARAM &&
-      reads_ivalue_of(E, e->a, n)) {
+  if (e->kind == ILIR_LOAD && E->k->bufs[e->buf].kind == ILIR_BUF_PARAM) {
     enum { MAX_ATOMS = 16 };
     IlirExpr *atoms[MAX_ATOMS];
     long coefs[MAX_ATOMS], konst;
     bool use[MAX_ATOMS];
-    int na = ilir_linear(e->a, atoms, coefs, MAX_ATOMS, &konst), unit = 0;
+    int na = ilir_linear(e->a, atoms, coefs, MAX_ATOMS, &konst), unit = 0, by_node = 0;
     for (int i = 0; i < na; i++) {
       bool is_i = atoms[i]->kind == ILIR_VAR && atoms[i]->var == inner->var;
       unit += is_i && coefs[i] == 1;
+      by_node += has_var(atoms[i], n); /* ivalues[n * V + k]: next_row_safe */
       use[i] = !is_i;
       if ((is_i && coefs[i] != 1) || (!is_i && !next_row_safe(E, atoms[i], n))) return;
     }
-    if (na < 0 || unit != 1) return;
+    if (na < 0 || unit != 1 || !by_node) return;
     LLVMValueRef now = E->vars[n->id];
     E->vars[n->id] = next;
     LLVMValueRef row = linear_sum(E, atoms, coefs, na, use, konst);
