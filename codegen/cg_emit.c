@@ -417,21 +417,66 @@ void cg_emit_barrier(CgEmit *E, LLVMValueRef skip) {
   LLVMPositionBuilderAtEnd(E->b, join);
 }
 
-/* Marks the loop whose back edge is the terminator of [latch] with
- * llvm.loop.vectorize.enable (a vector loop of the schedule): LLVM's loop
- * vectorizer then vectorizes it where it is legal whatever its cost model
- * says. The loop ID is a distinct node whose first operand is itself. */
-static void ask_vectorize(CgEmit *E, LLVMBasicBlockRef latch) {
-  static const char key[] = "llvm.loop.vectorize.enable", loop[] = "llvm.loop";
-  LLVMMetadataRef on[2] = {LLVMMDStringInContext2(E->ctx, key, sizeof key - 1),
-                           LLVMValueAsMetadata(LLVMConstInt(E->i1, 1, 0))};
-  LLVMMetadataRef self = LLVMTemporaryMDNode(E->ctx, NULL, 0);
-  LLVMMetadataRef ops[2] = {self, LLVMMDNodeInContext2(E->ctx, on, 2)};
-  LLVMMetadataRef id = LLVMMDNodeInContext2(E->ctx, ops, 2);
+/* Marks the loop whose back edge is the terminator of [latch] with its
+ * hints (a distinct loop ID whose first operand is itself):
+ * llvm.loop.vectorize.enable when [vectorize] (a vector loop of the
+ * schedule: LLVM's loop vectorizer then vectorizes it where it is legal
+ * whatever its cost model says), llvm.loop.interleave.count when
+ * [interleave] > 1. */
+static void loop_hints(CgEmit *E, LLVMBasicBlockRef latch, bool vectorize, int interleave) {
+  static const char on_key[] = "llvm.loop.vectorize.enable", il_key[] = "llvm.loop.interleave.count",
+                    loop[] = "llvm.loop";
+  LLVMMetadataRef self = LLVMTemporaryMDNode(E->ctx, NULL, 0), ops[3] = {self};
+  int n = 1;
+  if (vectorize) {
+    LLVMMetadataRef on[2] = {LLVMMDStringInContext2(E->ctx, on_key, sizeof on_key - 1),
+                             LLVMValueAsMetadata(LLVMConstInt(E->i1, 1, 0))};
+    ops[n++] = LLVMMDNodeInContext2(E->ctx, on, 2);
+  }
+  if (interleave > 1) {
+    LLVMMetadataRef il[2] = {LLVMMDStringInContext2(E->ctx, il_key, sizeof il_key - 1),
+                             LLVMValueAsMetadata(LLVMConstInt(E->i32, (unsigned)interleave, 0))};
+    ops[n++] = LLVMMDNodeInContext2(E->ctx, il, 2);
+  }
+  if (n == 1) {
+    LLVMDisposeTemporaryMDNode(self);
+    return;
+  }
+  LLVMMetadataRef id = LLVMMDNodeInContext2(E->ctx, ops, (size_t)n);
   LLVMMetadataReplaceAllUsesWith(self, id);
   LLVMSetMetadata(LLVMGetBasicBlockTerminator(latch),
                   LLVMGetMDKindIDInContext(E->ctx, loop, sizeof loop - 1),
                   LLVMMetadataAsValue(E->ctx, id));
+}
+
+static bool has_transcendental(const IlirExpr *e) {
+  return e && ((e->kind == ILIR_UNARY &&
+                (e->op == ILIR_SIGMOID || e->op == ILIR_TANH || e->op == ILIR_EXP)) ||
+               has_transcendental(e->a) || has_transcendental(e->b) || has_transcendental(e->c));
+}
+
+/* The interleave count for the loop [s] on the CPU: 4 for an innermost
+ * loop of stores, a sigmoid, tanh or exp among them, of a constant trip
+ * count of at least 8 host vectors (a node's gates: 256 floats); else 1,
+ * LLVM's own choice. One lane's exp is a chain of some 20 dependent
+ * operations (~70 cycles); a vector iteration at a time, the out-of-order
+ * core's scheduler fills with the chains of 2 or 3 iterations and the loop
+ * runs at their latency, ~20 cycles a vector for one sigmoid on Zen 3. Four
+ * vectors an iteration interleave 4 chains in program order.
+ * (-force-vector-interleave=2 was slower than 1, 4 the fastest; LLVM picks
+ * 1 for these loops.) */
+static int interleave_count(const CgEmit *E, const IlirStmt *s) {
+  if (E->tgt->kind != CG_TARGET_CPU || s->loop == ILIR_LOOP_UNROLL || !s->lo || !s->hi ||
+      s->lo->kind != ILIR_CONST || s->hi->kind != ILIR_CONST ||
+      s->hi->ival - s->lo->ival < 8L * E->vec_floats)
+    return 1;
+  bool any = false;
+  for (int i = 0; i < s->body.n; i++) {
+    const IlirStmt *c = s->body.stmts[i];
+    if (c->kind != ILIR_STORE) return 1;
+    any |= has_transcendental(c->value);
+  }
+  return any ? 4 : 1;
 }
 
 /* ---- prefetching a node's gathered rows -------------------------------------- */
@@ -617,7 +662,7 @@ static void emit_loop(CgEmit *E, const IlirStmt *s) {
   E->levels -= s->loop == ILIR_LOOP_LEVELS;
   if (s->loop == ILIR_LOOP_LEVELS && !E->failed) cg_emit_barrier(E, barrier_skippable(E, L.iv));
   LLVMBasicBlockRef latch = cg_loop_close(E, &L);
-  if (s->loop == ILIR_LOOP_VECTOR && !E->failed) ask_vectorize(E, latch);
+  if (!E->failed) loop_hints(E, latch, s->loop == ILIR_LOOP_VECTOR, interleave_count(E, s));
   if (s->loop == ILIR_LOOP_PARALLEL && !E->failed) cg_emit_barrier(E, NULL);
   if (s->loop == ILIR_LOOP_NODES && !E->levels && !E->failed) cg_emit_barrier(E, NULL);
   if (!E->failed) E->vars[s->var->id] = NULL;

@@ -263,6 +263,42 @@ START_TEST(rows_through_deps_not_prefetched) {
 }
 END_TEST
 
+/* ---- a node's gate loop: sigmoid over 256 floats, 4 vectors an iteration ------ */
+
+/* result[n * 256 + i] = op(values[n * 256 + i]); the step of its
+ * vector loop in the optimized IR, in floats (0: none found). */
+static long gate_loop_step(int op) {
+  T t;
+  t_init(&t, "ctx_gate_kernel");
+  enum { W = 256 };
+  int val = buf(&t, "values", ILIR_BUF_VALUES, W);
+  int lv = buf(&t, "levels", ILIR_BUF_LEVELS, 1);
+  int res = buf(&t, "f.result", ILIR_BUF_RESULT, W);
+  IlirVar *n = var(&t, "n"), *i = var(&t, "i");
+  IlirExpr *at = bin(&t, ILIR_ADD, bin(&t, ILIR_MUL, vr(&t, n), ci(&t, W)), vr(&t, i));
+  IlirExpr *x = ld(&t, val, at);
+  IlirStmt *st = store(&t, res, at, un(&t, op, x));
+  levels_around(&t, lv, n, loop(&t, i, ci(&t, 0), ci(&t, W), st));
+  CtxBuf ir;
+  ctx_buf_init(&ir);
+  ck_assert(cg_emit_llvm(&ir, t.k, &t.diag));
+  const char *step = strstr(ctx_buf_str(&ir), "= add nuw i64 %index, ");
+  long floats = step ? strtol(step + strlen("= add nuw i64 %index, "), NULL, 10) : 0;
+  ctx_buf_free(&ir);
+  t_done(&t);
+  return floats;
+}
+
+/* A loop of sigmoids or tanhs runs 4 host vectors an iteration (cg_emit.c,
+ * interleave_count; LLVM's own choice for them is 1). */
+START_TEST(gate_loops_interleaved) {
+  int vl, regs;
+  cg_cpu_vectors(NULL, &vl, &regs);
+  ck_assert_int_eq(gate_loop_step(ILIR_SIGMOID), 4 * vl);
+  ck_assert_int_eq(gate_loop_step(ILIR_TANH), 4 * vl);
+}
+END_TEST
+
 /* ---- if on num_deps: leaves take their value, others twice their child's ---- */
 
 START_TEST(if_on_num_deps) {
@@ -686,6 +722,7 @@ static Suite *codegen_suite(void) {
   tcase_add_test(tc, vector_math_accuracy);
   tcase_add_test(tc, gathered_rows_prefetched);
   tcase_add_test(tc, rows_through_deps_not_prefetched);
+  tcase_add_test(tc, gate_loops_interleaved);
   tcase_add_test(tc, llvm_and_asm_text);
   tcase_add_test(tc, bad_kernel_is_ice);
   tcase_add_test(tc, bounds_checked);
