@@ -288,6 +288,21 @@ def machine(bin_dir, quick, cpu, env):
     return m
 
 
+def best_of(m1, m2):
+    """The machine of two probes, each rate the better one: a rate is what the
+    hardware can do, and a probe that ran beside another tenant of a shared L3 or
+    memory bus (a VM) reads low (this kind of host: L3 60 GB/s in one probe, 75 in
+    the next; ctx then ran seqlstm's 1 MiB matrix faster than the low one)."""
+    m = dict(m1)
+    m["peak"] = max(m1["peak"], m2["peak"])
+    m["bw"] = {k: max(v, m2["bw"].get(k, 0)) for k, v in m1["bw"].items()}
+    two = dict(m2["sweep"])
+    m["sweep"] = [(b, max(g, two.get(b, 0))) for b, g in m1["sweep"]]
+    m["sgemm1"], m["sgemm2"] = max(m1["sgemm1"], m2["sgemm1"]), max(m1["sgemm2"], m2["sgemm2"])
+    m["probes"] = 2
+    return m
+
+
 def blas_variant():
     """Which OpenBLAS build (pthread / openmp / serial) update-alternatives selects."""
     try:
@@ -310,7 +325,8 @@ def header(m, env, ratios_ok):
         "FMA peak (1 thread): %.1f GFLOP/s measured; theoretical %d lanes x 2 x %d FMA/cycle"
         " x %.2f GHz = %.1f (ports: %s)" % (m["peak"], m["lanes"], m["ports"], m["ghz"],
                                             m["theory"], m["ports_src"]),
-        "read bandwidth (1 thread): " + ", ".join(
+        ("read bandwidth (1 thread; the better of a probe before the cases and one after): "
+         if m.get("probes") == 2 else "read bandwidth (1 thread): ") + ", ".join(
             "%s %.0f GB/s (%s)" % (k, m["bw"][k], mib(m["bw_bytes"][k]))
             for k in ("L1", "L2", "L3", "DRAM")) + "; caches " + ", ".join(
             "L%d %s" % (k, mib(v)) for k, v in sorted(m["cache"].items())),
@@ -504,6 +520,13 @@ def main():
     for c in selected:
         rows += run_case(a, c, m, env, data, rounds, reps, ncheck, corenames)
         sys.stderr.write("bench: %s H=%d done (%.0fs)\n" % (c[0], c[2], time.time() - t_start))
+    # the machine again, after the cases: the limits from the better of the two
+    m = best_of(m, machine(a.bin, q, a.cpu, env))
+    for c in selected:
+        structs = structs_of(os.path.join(data, c[3]))
+        for row in rows:
+            if row["label"] == c[0] and row["H"] == c[2]:
+                row["limit"], row["bound"] = limit_ms(row["model"], row["H"], row["B"], structs, m)
     want = env["OPENBLAS_CORETYPE"]
     ratios_ok = m["sgemm1"] >= 0.7 * m["peak"] and corenames <= {want}
     print(header(m, env, ratios_ok))
