@@ -491,12 +491,12 @@ bool cg_kernel_fingerprint(const IlirKernel *k, uint64_t *hash, CtxDiag *diag) {
   return ok;
 }
 
-bool cg_emit_llvm(CtxBuf *out, const IlirKernel *k, CtxDiag *diag) {
-  return emit(k, EMIT_LLVM, out, NULL, NULL, diag);
+bool cg_emit_llvm(CtxBuf *out, const IlirKernel *k, const char *cpu, CtxDiag *diag) {
+  return emit(k, EMIT_LLVM, out, NULL, cpu, diag);
 }
 
-bool cg_emit_asm(CtxBuf *out, const IlirKernel *k, CtxDiag *diag) {
-  return emit(k, EMIT_ASM, out, NULL, NULL, diag);
+bool cg_emit_asm(CtxBuf *out, const IlirKernel *k, const char *cpu, CtxDiag *diag) {
+  return emit(k, EMIT_ASM, out, NULL, cpu, diag);
 }
 
 bool cg_emit_object(const IlirKernel *k, const char *path, CtxDiag *diag) {

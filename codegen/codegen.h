@@ -115,14 +115,16 @@ void *cg_jit_call_entry(const CgJit *jit);
  * error to [diag]. */
 bool cg_kernel_fingerprint(const IlirKernel *k, uint64_t *hash, CtxDiag *diag);
 
-/* Appends the optimized LLVM IR of [k] as text to [out] (ctx check
+/* Appends the optimized LLVM IR of [k] for the CPU [cpu] (as
+ * cg_emit_object_cpu takes it; NULL: this host's) as text to [out] (ctx check
  * --dump=llvm). Returns false after reporting an internal compiler error to
  * [diag]. */
-bool cg_emit_llvm(CtxBuf *out, const IlirKernel *k, CtxDiag *diag);
+bool cg_emit_llvm(CtxBuf *out, const IlirKernel *k, const char *cpu, CtxDiag *diag);
 
-/* Appends the host assembly of [k] to [out] (--emit=asm). Returns false
- * after reporting an internal compiler error to [diag]. */
-bool cg_emit_asm(CtxBuf *out, const IlirKernel *k, CtxDiag *diag);
+/* Appends the assembly of [k] for the CPU [cpu] (NULL: this host's) to [out]
+ * (--emit=asm). Returns false after reporting an internal compiler error to
+ * [diag]. */
+bool cg_emit_asm(CtxBuf *out, const IlirKernel *k, const char *cpu, CtxDiag *diag);
 
 /* Writes [k] as a position-independent object file for the host CPU (its name
  * and features, default<O3> as the JIT does) to [path]; the kernel's symbol is

@@ -7,6 +7,9 @@
  * 2 bad command line, 3 bad runtime data, 70 internal compiler error.
  */
 #include "driver/driver.h"
+#ifdef CTX_HAVE_JIT
+#include "codegen/codegen.h"
+#endif
 
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +49,9 @@ static const char common_options[] =
     "                     schedule applied, as a .sched file that -s takes back)\n"
     "  --emit=asm         print the kernel's assembly for this CPU\n"
     "  --emit=ptx         print the kernel's PTX (--target cuda)\n"
+    "  --cpu CPU          the CPU --emit=asm and --dump=llvm compile for, as in\n"
+    "                     ctx build: native (default), x86-64-v3 (AVX2, FMA),\n"
+    "                     x86-64-v4 (AVX-512) or generic\n"
     "  --error-limit=N    stop after N errors (default 20, 0 = no limit)\n"
     "  -D NAME=VALUE      override dim NAME (also -DNAME=VALUE)\n"
     OPT_OPTIONS
@@ -217,6 +223,30 @@ static const char repl_options[] =
 
 static int run_check(CtxSession *s) { return ctx_pipeline_check(s); }
 
+/* ctx check --cpu CPU / --cpu=CPU: the kernel ctx build --cpu would make. */
+static int check_option(int argc, char **argv, int *i, CtxOptions *o) {
+  static const char usage[] = "ctx check [options] FILE...";
+  const char *a = argv[*i];
+  if (strncmp(a, "--cpu", 5) != 0 || (a[5] != 0 && a[5] != '=')) return CTX_OPT_NOT_MINE;
+  const char *val = a[5] == '=' ? a + 6 : *i + 1 < argc ? argv[++*i] : "";
+  const char *bad = NULL;
+  if (*val == 0) bad = "option '--cpu' needs a value%s";
+  else if (o->build.cpu) bad = "option '--cpu' given twice%s";
+#ifdef CTX_HAVE_JIT
+  else if (!cg_cpu_valid(val))
+#else
+  else
+#endif
+    bad = "--cpu '%s': give native, generic, x86-64-v3 or x86-64-v4 (the last three on "
+          "x86-64 hosts, with ctx built with LLVM)";
+  if (bad) {
+    ctx_usage_error("check", usage, bad, strstr(bad, "'%s'") ? val : "");
+    return CTX_OPT_BAD;
+  }
+  o->build.cpu = val;
+  return CTX_OPT_TAKEN;
+}
+
 static int run_fmt(CtxSession *s) {
   s->opts.dump = DUMP_AST;
   return ctx_pipeline_check(s);
@@ -224,7 +254,7 @@ static int run_fmt(CtxSession *s) {
 
 static const Verb verbs[] = {
     {"check", "parse and check model (.ctx) and schedule (.sched) files",
-     "ctx check [options] FILE...", common_options, run_check, NULL, NULL},
+     "ctx check [options] FILE...", common_options, run_check, check_option, NULL},
     {"fmt", "print files in canonical form (what --dump=ast shows)",
      "ctx fmt [options] FILE...", fmt_options, run_fmt, NULL, NULL},
     {"run", "run a model (.ctx) on input structures",

@@ -134,7 +134,7 @@ IlirKernel *ctx_pipeline_kernel(CtxSession *s, const RaProgram *p) {
   SchedPlan plan = sch ? sched_schedule_plan(&s->diag, sch, p->disabled)
                        : sched_default_plan(p->disabled);
 #ifdef CTX_HAVE_JIT
-  cg_cpu_vectors(s->opts.build.cpu, &plan.vec_floats, &plan.vec_regs); /* ctx build --cpu */
+  cg_cpu_vectors(s->opts.build.cpu, &plan.vec_floats, &plan.vec_regs); /* ctx build/check --cpu */
 #endif
   if (!k || !sched_apply(s->arena, &s->diag, k, &plan)) return NULL;
   if (s->opts.dump == DUMP_SCHEDULE) {
@@ -164,8 +164,8 @@ static RaProgram *check_model(CtxSession *s, AstFile *f, int errors) {
   if (k && s->opts.dump == DUMP_ILIR) ilir_print(&b, k);
 #ifdef CTX_HAVE_JIT
   bool cuda = s->opts.target == CTX_TARGET_CUDA && !s->opts.gpu_on_cpu;
-  if (k && s->opts.dump == DUMP_LLVM && !cuda) cg_emit_llvm(&b, k, &s->diag);
-  if (k && s->opts.dump == DUMP_ASM) cg_emit_asm(&b, k, &s->diag);
+  if (k && s->opts.dump == DUMP_LLVM && !cuda) cg_emit_llvm(&b, k, s->opts.build.cpu, &s->diag);
+  if (k && s->opts.dump == DUMP_ASM) cg_emit_asm(&b, k, s->opts.build.cpu, &s->diag);
   if (k && (s->opts.dump == DUMP_PTX || (s->opts.dump == DUMP_LLVM && cuda)))
     cg_emit_ptx(&b, k, s->opts.gpu_arch, s->opts.dump == DUMP_LLVM, &s->diag);
 #endif

@@ -460,8 +460,8 @@ void repl_dump(Repl *R, const char *stage) {
     if (b && !b->k) b->k = build_kernel(b);
     if (b && b->k && stage[0] == 'i') ilir_print(&out, b->k);
 #ifdef CTX_HAVE_JIT
-    if (b && b->k && stage[0] == 'l') cg_emit_llvm(&out, b->k, &b->s.diag);
-    if (b && b->k && stage[0] == 'a') cg_emit_asm(&out, b->k, &b->s.diag);
+    if (b && b->k && stage[0] == 'l') cg_emit_llvm(&out, b->k, NULL, &b->s.diag);
+    if (b && b->k && stage[0] == 'a') cg_emit_asm(&out, b->k, NULL, &b->s.diag);
 #else
     if (stage[0] != 'i') repl_error(R, "ctx was built without LLVM");
 #endif

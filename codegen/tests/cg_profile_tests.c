@@ -142,7 +142,7 @@ START_TEST(plain_kernel_and_symbols) {
   build(&t);
   CtxBuf ir;
   ctx_buf_init(&ir);
-  ck_assert(cg_emit_llvm(&ir, t.k, &t.diag));
+  ck_assert(cg_emit_llvm(&ir, t.k, NULL, &t.diag));
   ck_assert_ptr_null(strstr(ctx_buf_str(&ir), "readcyclecounter"));
   ck_assert_ptr_null(strstr(ctx_buf_str(&ir), ".prof"));
   ctx_buf_free(&ir);

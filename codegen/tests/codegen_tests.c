@@ -226,7 +226,7 @@ static bool gather_kernel(T *t, bool through_dep) {
   levels_around(t, lv, n, loop(t, i, ci(t, 0), ci(t, GW), st));
   CtxBuf ir;
   ctx_buf_init(&ir);
-  ck_assert(cg_emit_llvm(&ir, t->k, &t->diag));
+  ck_assert(cg_emit_llvm(&ir, t->k, NULL, &t->diag));
   bool prefetches = strstr(ctx_buf_str(&ir), "@llvm.prefetch") != NULL;
   ctx_buf_free(&ir);
   return prefetches;
@@ -281,7 +281,7 @@ static long gate_loop_step(int op) {
   levels_around(&t, lv, n, loop(&t, i, ci(&t, 0), ci(&t, W), st));
   CtxBuf ir;
   ctx_buf_init(&ir);
-  ck_assert(cg_emit_llvm(&ir, t.k, &t.diag));
+  ck_assert(cg_emit_llvm(&ir, t.k, NULL, &t.diag));
   const char *step = strstr(ctx_buf_str(&ir), "= add nuw i64 %index, ");
   long floats = step ? strtol(step + strlen("= add nuw i64 %index, "), NULL, 10) : 0;
   ctx_buf_free(&ir);
@@ -564,15 +564,15 @@ START_TEST(llvm_and_asm_text) {
   CtxBuf ir, as;
   ctx_buf_init(&ir);
   ctx_buf_init(&as);
-  ck_assert(cg_emit_llvm(&ir, t.k, &t.diag));
+  ck_assert(cg_emit_llvm(&ir, t.k, NULL, &t.diag));
   ck_assert_ptr_nonnull(strstr(ctx_buf_str(&ir), "define void @ctx_chain_kernel(ptr"));
   ck_assert_ptr_null(strstr(ctx_buf_str(&ir), "tanhf")); /* inline (cg_math.c) */
   ctx_buf_free(&ir);
   ctx_buf_init(&ir);
   t.k->disabled = RA_OPT_VECTOR_MATH;
-  ck_assert(cg_emit_llvm(&ir, t.k, &t.diag));
+  ck_assert(cg_emit_llvm(&ir, t.k, NULL, &t.diag));
   ck_assert_ptr_nonnull(strstr(ctx_buf_str(&ir), "tanhf"));
-  ck_assert(cg_emit_asm(&as, t.k, &t.diag));
+  ck_assert(cg_emit_asm(&as, t.k, NULL, &t.diag));
   ck_assert_ptr_nonnull(strstr(ctx_buf_str(&as), "ctx_chain_kernel:"));
   ck_assert_int_eq(t.diag.ice, 0);
   ctx_buf_free(&ir);
