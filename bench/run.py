@@ -268,6 +268,7 @@ def machine(bin_dir, quick, cpu, env):
     cpu_line = re.search(r"^cpu: vendor=(\S*) family=(\d+) model=(.*)$", out, re.M)
     m["cpu"] = "%s (%s family %s)" % (cpu_line.group(3), cpu_line.group(1), cpu_line.group(2))
     m["cache"] = {int(a): int(b) for a, b in re.findall(r"cache: level=(\d) bytes=(\d+)", out)}
+    m["cache_src"] = sorted(set(re.findall(r"cache: level=\d bytes=\d+ source=(\w+)", out)))
     c = kv("clock")
     m["ghz"], m["cpuinfo_mhz"] = float(c["ghz"]), float(c["cpuinfo_mhz"])
     f = kv("fma")
@@ -329,7 +330,9 @@ def header(m, env, ratios_ok):
          if m.get("probes") == 2 else "read bandwidth (1 thread): ") + ", ".join(
             "%s %.0f GB/s (%s)" % (k, m["bw"][k], mib(m["bw_bytes"][k]))
             for k in ("L1", "L2", "L3", "DRAM")) + "; caches " + ", ".join(
-            "L%d %s" % (k, mib(v)) for k, v in sorted(m["cache"].items())),
+            "L%d %s" % (k, mib(v)) for k, v in sorted(m["cache"].items())) + (
+            " (from CPUID: this host has no sysfs cache entries)"
+            if "cpuid" in m.get("cache_src", []) else ""),
         "OpenBLAS (baselines: OPENBLAS_CORETYPE=%s, OPENBLAS_L2_SIZE unset; %s): corename %s,"
         " sgemm 512^3 %.1f GFLOP/s 1 thread (%.0f%% of the FMA peak), %.1f 2 threads" % (
             env["OPENBLAS_CORETYPE"], blas_variant(), m["corename"], m["sgemm1"],

@@ -18,7 +18,7 @@
  *    threads — whether the baselines run on OpenBLAS's real kernel for this CPU.
  * Prints key=value lines the runner (bench/run.py) parses:
  *   cpu: model=.. family=.. vendor=..
- *   cache: level=L bytes=N
+ *   cache: level=L bytes=N source=sysfs|cpuid
  *   clock: ghz=G cpuinfo_mhz=M
  *   fma: lanes=N ports=P source=.. theory_gflops=T
  *   peak: gflops=G
@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 char *openblas_get_corename(void);
 
@@ -234,7 +235,7 @@ static double read_gbps(int lanes, size_t bytes, double secs) {
 }
 
 /* Size of the data (or unified) cache of [level] for cpu0 from sysfs, 0 if unknown. */
-static size_t cache_bytes(int level) {
+static size_t sysfs_cache_bytes(int level) {
   for (int i = 0; i < 8; i++) {
     char path[128], buf[64];
     snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
@@ -256,6 +257,21 @@ static size_t cache_bytes(int level) {
     return kib * 1024;
   }
   return 0;
+}
+
+/* Size of the data (or unified) cache of [level]: sysfs's, else glibc's reading of
+ * CPUID (some VMs have no /sys/devices/system/cpu/cpu0/cache: every level read 0
+ * there, the limit put every model's weights in DRAM and the table said LIMIT BUG
+ * in 17 cells); *[src] says which. */
+static size_t cache_bytes(int level, const char **src) {
+  size_t b = sysfs_cache_bytes(level);
+  *src = "sysfs";
+  if (b) return b;
+  static const int names[] = {0, _SC_LEVEL1_DCACHE_SIZE, _SC_LEVEL2_CACHE_SIZE,
+                              _SC_LEVEL3_CACHE_SIZE};
+  long v = sysconf(names[level]);
+  *src = "cpuid";
+  return v > 0 ? (size_t)v : 0;
 }
 
 /* ---- OpenBLAS ------------------------------------------------------------------ */
@@ -284,8 +300,12 @@ int main(int argc, char **argv) {
   int family;
   double mhz = cpuinfo_mhz(model, sizeof model, &family, vendor, sizeof vendor);
   printf("cpu: vendor=%s family=%d model=%s\n", vendor, family, model);
-  size_t c[4] = {0, cache_bytes(1), cache_bytes(2), cache_bytes(3)};
-  for (int l = 1; l <= 3; l++) printf("cache: level=%d bytes=%zu\n", l, c[l]);
+  size_t c[4] = {0};
+  for (int l = 1; l <= 3; l++) {
+    const char *src;
+    c[l] = cache_bytes(l, &src);
+    printf("cache: level=%d bytes=%zu source=%s\n", l, c[l], src);
+  }
   int lanes = vec_lanes();
   if (!lanes) {
     printf("fma: lanes=0 ports=0 source=none theory_gflops=0\n");
