@@ -136,6 +136,7 @@ IlirKernel *ctx_pipeline_kernel(CtxSession *s, const RaProgram *p) {
 #ifdef CTX_HAVE_JIT
   cg_cpu_vectors(s->opts.build.cpu, &plan.vec_floats, &plan.vec_regs); /* ctx build/check --cpu */
 #endif
+  if (!sch) sched_fit_default_tile(&plan);
   if (!k || !sched_apply(s->arena, &s->diag, k, &plan)) return NULL;
   if (s->opts.dump == DUMP_SCHEDULE) {
     CtxBuf b;

@@ -77,6 +77,20 @@ SchedPlan sched_default_plan(unsigned disabled) {
   return plan;
 }
 
+void sched_fit_default_tile(SchedPlan *plan) {
+  int vl = plan->vec_floats, regs = plan->vec_regs;
+  if (vl <= 0 || regs <= 0) sched_host_vectors(&vl, &regs);
+  int iv = plan->tile_outs / vl;
+  if (plan->tile_nodes <= 0 || iv < 1 || !ilir_tile_fits(1, plan->tile_nodes, iv, regs)) return;
+  /* each weight vector loaded feeds every row, and a level of 10 nodes is two
+   * tiles (6 + 4), not three (4 + 4 + 2). Zen 5, B=10, one thread, 5
+   * alternating rounds against 4 x 64: seqlstm 0.87-0.88x the time, treefc
+   * 0.87-0.89x, childsum 0.94-0.95x, treelstm 0.96-0.97x, treegru 0.96-0.99x,
+   * dagrnn 1.02x; 5 x 64 and 8 x 48 were slower than 6 x 64 */
+  while (plan->tile_nodes < ILIR_TILE_MAX_ROWS && ilir_tile_fits(1, plan->tile_nodes + 1, iv, regs))
+    plan->tile_nodes++;
+}
+
 /* ---- leaf specialization --------------------------------------------------------- */
 
 /* Is [c] the test num_deps[n] == 0? */
