@@ -195,8 +195,14 @@ def main():
     ap.add_argument("--recur", action="store_true",
                     help="the zoo under the recursion primitives only")
     ap.add_argument("--zoo", action="store_true", help="only the zoo's schedules")
+    ap.add_argument("--own", action="store_true",
+                    help="only the models of lang-tests/engines/ and EXAMPLES (not the zoo's "
+                    "schedules, not the recursion primitives): CTest runs the three parts as "
+                    "engines, engines_zoo and engines_recur, side by side")
     ap.add_argument("models", nargs="*")
     a = ap.parse_args()
+    if a.own + a.zoo + a.recur > 1:
+        ap.error("--own, --zoo and --recur are parts: give one")
     models = a.models or ([] if a.recur or a.zoo else
                           sorted(glob.glob(os.path.join(HERE, "engines", "*.ctx"))))
     cases = []  # (model, dims, spec, configs)
@@ -212,10 +218,10 @@ def main():
         for model, dims, spec, scheds in [] if a.zoo else EXAMPLES:
             cases.append((os.path.join(root, model), dims, spec,
                           [sched_args(os.path.join(root, x)) for x in scheds]))
-        cases += zoo_cases(root)
+        cases += [] if a.own else zoo_cases(root)
     passed = failed = 0
     with tempfile.TemporaryDirectory() as tmp:
-        if (not a.models and not a.zoo) or a.recur:
+        if (not a.models and not a.zoo and not a.own) or a.recur:
             cases += recur_cases(os.path.dirname(HERE), tmp)
         out = os.path.join(tmp, "out.npz")
         for model, dims, spec, configs in cases:
