@@ -214,6 +214,16 @@ int ctx_unknown_option(const char *verb, const char *usage, const char *help, co
 /* The same for a verb [name] that is none of [verbs]. */
 int ctx_unknown_verb(const char *name, const char *const *verbs, int nverbs);
 
+/* `OPT VALUE` or `OPT=VALUE` at argv[*i] into *[slot] (*i past the value):
+ * CTX_OPT_NOT_MINE when argv[*i] is not [opt], CTX_OPT_BAD after a usage
+ * error of [verb] ([usage]): no value, or [opt] given twice. */
+int ctx_value_option(const char *verb, const char *usage, const char *opt, int argc,
+                     char **argv, int *i, const char **slot);
+
+/* What `--cpu` takes (ctx build, ctx check), after "--cpu 'X': ". */
+#define CTX_CPU_CHOICES \
+  "give native, generic, x86-64-v3 or x86-64-v4 (the last three on x86-64 hosts)"
+
 /* Prints `ctx: error: [fmt]` (with [arg]) and the usage line of [verb]
  * ([usage]; NULL: the general one) to stderr; returns CTX_EXIT_USAGE. */
 int ctx_usage_error(const char *verb, const char *usage, const char *fmt, const char *arg);

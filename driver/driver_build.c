@@ -156,26 +156,10 @@ static int build_usage(const char *fmt, const char *arg) {
   return ctx_usage_error("build", CTX_BUILD_USAGE, fmt, arg);
 }
 
-/* --name NAME / --name=NAME and --cpu likewise; CTX_OPT_NOT_MINE for others. */
-static int name_or_cpu(int argc, char **argv, int *i, CtxOptions *o) {
-  const char *a = argv[*i], *val = NULL;
-  const char **slot = NULL;
-  static const char *const opts[] = {"--name", "--cpu"};
-  for (int k = 0; k < 2 && !slot; k++) {
-    size_t n = strlen(opts[k]);
-    if (strncmp(a, opts[k], n) != 0 || (a[n] != 0 && a[n] != '=')) continue;
-    slot = k ? &o->build.cpu : &o->build.name;
-    val = a[n] == '=' ? a + n + 1 : *i + 1 < argc ? argv[++*i] : "";
-  }
-  if (!slot) return CTX_OPT_NOT_MINE;
-  if (*val == 0) return build_usage("option '%s' needs a value", a), CTX_OPT_BAD;
-  if (*slot) return build_usage("option '%s' given twice", a), CTX_OPT_BAD;
-  *slot = val;
-  return CTX_OPT_TAKEN;
-}
-
 int ctx_build_option(int argc, char **argv, int *i, CtxOptions *o) {
-  int taken = name_or_cpu(argc, argv, i, o);
+  int taken = ctx_value_option("build", CTX_BUILD_USAGE, "--name", argc, argv, i, &o->build.name);
+  if (taken == CTX_OPT_NOT_MINE)
+    taken = ctx_value_option("build", CTX_BUILD_USAGE, "--cpu", argc, argv, i, &o->build.cpu);
   if (taken != CTX_OPT_NOT_MINE) return taken;
   const char *a = argv[*i], *val = NULL;
   if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
@@ -225,8 +209,7 @@ static int check_command(const CtxOptions *o) {
     return build_usage("--name '%s' starts like the runtime's symbols (ctxrt, ctx_)",
                        o->build.name);
   if (o->build.cpu && !cg_cpu_valid(o->build.cpu))
-    return build_usage("--cpu '%s': give native, generic, x86-64-v3 or x86-64-v4 (the "
-                       "last three on x86-64 hosts)", o->build.cpu);
+    return build_usage("--cpu '%s': " CTX_CPU_CHOICES, o->build.cpu);
   struct stat st;
   const char *dir = o->build.out;
   if (stat(dir, &st) == 0) {

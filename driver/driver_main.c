@@ -226,25 +226,15 @@ static int run_check(CtxSession *s) { return ctx_pipeline_check(s); }
 /* ctx check --cpu CPU / --cpu=CPU: the kernel ctx build --cpu would make. */
 static int check_option(int argc, char **argv, int *i, CtxOptions *o) {
   static const char usage[] = "ctx check [options] FILE...";
-  const char *a = argv[*i];
-  if (strncmp(a, "--cpu", 5) != 0 || (a[5] != 0 && a[5] != '=')) return CTX_OPT_NOT_MINE;
-  const char *val = a[5] == '=' ? a + 6 : *i + 1 < argc ? argv[++*i] : "";
-  const char *bad = NULL;
-  if (*val == 0) bad = "option '--cpu' needs a value%s";
-  else if (o->build.cpu) bad = "option '--cpu' given twice%s";
+  int taken = ctx_value_option("check", usage, "--cpu", argc, argv, i, &o->build.cpu);
+  if (taken != CTX_OPT_TAKEN) return taken;
 #ifdef CTX_HAVE_JIT
-  else if (!cg_cpu_valid(val))
+  if (cg_cpu_valid(o->build.cpu)) return CTX_OPT_TAKEN;
+  ctx_usage_error("check", usage, "--cpu '%s': " CTX_CPU_CHOICES, o->build.cpu);
 #else
-  else
+  ctx_usage_error("check", usage, "--cpu needs ctx built with LLVM%s", "");
 #endif
-    bad = "--cpu '%s': give native, generic, x86-64-v3 or x86-64-v4 (the last three on "
-          "x86-64 hosts, with ctx built with LLVM)";
-  if (bad) {
-    ctx_usage_error("check", usage, bad, strstr(bad, "'%s'") ? val : "");
-    return CTX_OPT_BAD;
-  }
-  o->build.cpu = val;
-  return CTX_OPT_TAKEN;
+  return CTX_OPT_BAD;
 }
 
 static int run_fmt(CtxSession *s) {

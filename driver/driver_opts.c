@@ -86,6 +86,18 @@ int ctx_unknown_option(const char *verb, const char *usage, const char *help, co
   return ctx_usage_error(verb, usage, "%s", msg);
 }
 
+int ctx_value_option(const char *verb, const char *usage, const char *opt, int argc,
+                     char **argv, int *i, const char **slot) {
+  const char *a = argv[*i];
+  size_t n = strlen(opt);
+  if (strncmp(a, opt, n) != 0 || (a[n] != 0 && a[n] != '=')) return CTX_OPT_NOT_MINE;
+  const char *val = a[n] == '=' ? a + n + 1 : *i + 1 < argc ? argv[++*i] : "";
+  if (*val == 0) return ctx_usage_error(verb, usage, "option '%s' needs a value", a), CTX_OPT_BAD;
+  if (*slot) return ctx_usage_error(verb, usage, "option '%s' given twice", a), CTX_OPT_BAD;
+  *slot = val;
+  return CTX_OPT_TAKEN;
+}
+
 int ctx_unknown_verb(const char *name, const char *const *verbs, int nverbs) {
   char msg[512];
   const char *what = planned(planned_verbs, sizeof planned_verbs / sizeof *planned_verbs, name);
