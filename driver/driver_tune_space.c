@@ -594,8 +594,7 @@ int ctx_tune(CtxSession *s) {
     return 70;
   }
   Search S = {.T = &T, .best = -1, .tty = isatty(2)};
-  S.def.plan = sched_default_plan(p->disabled);
-  sched_fit_default_tile(&S.def.plan); /* as ctx run's default (pipeline.c) */
+  S.def.plan = sched_default_plan(p->disabled, 0, 0);
   /* the products as register tiling sees them: before direct-results moves
    * their outputs into result rows */
   SchedPlan before = S.def.plan;

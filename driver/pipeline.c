@@ -131,12 +131,13 @@ IlirKernel *ctx_pipeline_kernel(CtxSession *s, const RaProgram *p) {
                ? k
                : NULL;
   }
-  SchedPlan plan = sch ? sched_schedule_plan(&s->diag, sch, p->disabled)
-                       : sched_default_plan(p->disabled);
+  int vl = 0, regs = 0; /* 0: this host's */
 #ifdef CTX_HAVE_JIT
-  cg_cpu_vectors(s->opts.build.cpu, &plan.vec_floats, &plan.vec_regs); /* ctx build/check --cpu */
+  cg_cpu_vectors(s->opts.build.cpu, &vl, &regs); /* ctx build/check --cpu */
 #endif
-  if (!sch) sched_fit_default_tile(&plan);
+  SchedPlan plan = sch ? sched_schedule_plan(&s->diag, sch, p->disabled)
+                       : sched_default_plan(p->disabled, vl, regs);
+  plan.vec_floats = vl, plan.vec_regs = regs;
   if (!k || !sched_apply(s->arena, &s->diag, k, &plan)) return NULL;
   if (s->opts.dump == DUMP_SCHEDULE) {
     CtxBuf b;

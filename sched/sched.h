@@ -115,16 +115,13 @@ typedef struct {
 } SchedPlan;
 
 /* The default CPU schedule's plan, without the optimizations [disabled]
- * (RA_OPT_* bits). */
-SchedPlan sched_default_plan(unsigned disabled);
-/* Fits the default plan's register tile of level products to the plan's
- * CPU (vec_floats and vec_regs; 0: this host's): as many rows as its
- * registers hold with the whole block of tile_outs outputs (AVX-512's 32
- * registers of 16 floats: 6 rows x 64, 24 accumulators); where the block does
- * not fit 4 rows (AVX2), the 4 rows codegen narrows and regrows itself
- * (cg_tile.c, tile_vectors). For the default plan only: a schedule's tile
- * sizes are the user's. */
-void sched_fit_default_tile(SchedPlan *plan);
+ * (RA_OPT_* bits), for a CPU of [vec_floats] x [vec_regs] vector registers
+ * (codegen.h, cg_cpu_vectors; 0: this host's), which it records. Its register
+ * tile of level products has 64 outputs and as many rows as those registers
+ * hold with the whole block: 6 with AVX-512's 32 registers of 16 floats; 4
+ * where the block does not fit 4 rows (AVX2), which codegen narrows and
+ * regrows itself (cg_tile.c, tile_vectors). */
+SchedPlan sched_default_plan(unsigned disabled, int vec_floats, int vec_regs);
 /* This host's vector registers as codegen counts them (cg_emit.c,
  * cg_features_vectors): 32 of 16 floats with AVX-512, 16 of 8 with AVX, 16
  * of 4 otherwise; for plans that do not name them (vec_floats 0). */

@@ -51,7 +51,22 @@ void sched_host_vectors(int *floats, int *regs) {
 #endif
 }
 
-SchedPlan sched_default_plan(unsigned disabled) {
+/* As many rows as fit with the whole block of outputs (sched.h). */
+static void fit_tile_rows(SchedPlan *plan) {
+  int vl = plan->vec_floats, regs = plan->vec_regs;
+  if (vl <= 0 || regs <= 0) sched_host_vectors(&vl, &regs);
+  int iv = plan->tile_outs / vl;
+  if (plan->tile_nodes <= 0 || iv < 1 || !ilir_tile_fits(1, plan->tile_nodes, iv, regs)) return;
+  /* each weight vector loaded feeds every row, and a level of 10 nodes is two
+   * tiles (6 + 4), not three (4 + 4 + 2). Zen 5, B=10, one thread, 5
+   * alternating rounds against 4 x 64: seqlstm 0.87-0.88x the time, treefc
+   * 0.87-0.89x, childsum 0.94-0.95x, treelstm 0.96-0.97x, treegru 0.96-0.99x,
+   * dagrnn 1.02x; 5 x 64 and 8 x 48 were slower than 6 x 64 */
+  while (plan->tile_nodes < ILIR_TILE_MAX_ROWS && ilir_tile_fits(1, plan->tile_nodes + 1, iv, regs))
+    plan->tile_nodes++;
+}
+
+SchedPlan sched_default_plan(unsigned disabled, int vec_floats, int vec_regs) {
   SchedPlan plan;
   memset(&plan, 0, sizeof plan);
   plan.specialize_leaf = !(disabled & RA_OPT_SPECIALIZE_LEAF);
@@ -74,21 +89,9 @@ SchedPlan sched_default_plan(unsigned disabled) {
     plan.row_tile_rows = 6;
     plan.row_tile_outs = 64;
   }
+  plan.vec_floats = vec_floats, plan.vec_regs = vec_regs;
+  fit_tile_rows(&plan);
   return plan;
-}
-
-void sched_fit_default_tile(SchedPlan *plan) {
-  int vl = plan->vec_floats, regs = plan->vec_regs;
-  if (vl <= 0 || regs <= 0) sched_host_vectors(&vl, &regs);
-  int iv = plan->tile_outs / vl;
-  if (plan->tile_nodes <= 0 || iv < 1 || !ilir_tile_fits(1, plan->tile_nodes, iv, regs)) return;
-  /* each weight vector loaded feeds every row, and a level of 10 nodes is two
-   * tiles (6 + 4), not three (4 + 4 + 2). Zen 5, B=10, one thread, 5
-   * alternating rounds against 4 x 64: seqlstm 0.87-0.88x the time, treefc
-   * 0.87-0.89x, childsum 0.94-0.95x, treelstm 0.96-0.97x, treegru 0.96-0.99x,
-   * dagrnn 1.02x; 5 x 64 and 8 x 48 were slower than 6 x 64 */
-  while (plan->tile_nodes < ILIR_TILE_MAX_ROWS && ilir_tile_fits(1, plan->tile_nodes + 1, iv, regs))
-    plan->tile_nodes++;
 }
 
 /* ---- leaf specialization --------------------------------------------------------- */

@@ -105,7 +105,8 @@ SchedPlan sched_cuda_plan(CtxDiag *diag, const Schedule *s, unsigned disabled,
   gpu->bind_blocks = true;
   gpu->shared_limit = sched_gpu_shared_limit(NULL);
   SchedPlan plan = sched_default_plan(disabled | RA_OPT_REGISTER_TILE | RA_OPT_FUSE_EPILOGUE |
-                                      RA_OPT_DIRECT_RESULTS | RA_OPT_LEAF_VIEWS);
+                                          RA_OPT_DIRECT_RESULTS | RA_OPT_LEAF_VIEWS,
+                                      0, 0);
   if (!s) return plan;
   memset(&plan, 0, sizeof plan);
   plan.interchange = !(disabled & RA_OPT_INTERCHANGE);

@@ -55,7 +55,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
       if (sch && sch->target != SCHED_CPU) sch = NULL;
     }
   if (k) {
-    SchedPlan plan = sch ? sched_schedule_plan(&diag, sch, disabled) : sched_default_plan(disabled);
+    SchedPlan plan = sch ? sched_schedule_plan(&diag, sch, disabled) : sched_default_plan(disabled, 0, 0);
     if (sched_apply(arena, &diag, k, &plan) && diag.errors == 0) reprint(arena, &srcs, p, &plan);
   }
   if (diag.ice) abort(); /* a valid model the compiler could not compile */
