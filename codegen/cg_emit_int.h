@@ -22,6 +22,7 @@ typedef struct {
   CtxDiag *diag;
   int vec_floats, vec_regs; /* the host's vector width in floats and register count */
   int levels; /* LEVELS loops open around the builder's position */
+  LLVMValueRef level; /* the innermost LEVELS loop's index, or NULL */
   const CgProfile *prof;    /* NULL: no instrumentation (codegen.h, "profiling") */
   LLVMValueRef prof_counters;
   bool failed;

@@ -505,6 +505,23 @@ static void output_share(CgEmit *E, LLVMValueRef by_outs, bool blocks, long widt
   *to = LLVMBuildSelect(E->b, by_outs, hi, *to, "");
 }
 
+/* The block of outputs the loop's [iv]th step over [from, to) (blocks of
+ * [width]) works on: in order on even levels, from the last block back on odd
+ * ones. Each block's panel of weights then comes first in the next level's
+ * product right after the last, while it is still in cache: weights larger
+ * than the L2 are no longer all evicted before they are read again, as they
+ * are in the same order every level under LRU (treegru H=512's 3 MiB in a
+ * 2 MiB L2). Blocks are independent (an epilogue reads the products only at
+ * its own output, ilir_tile_parts), so any order gives the same results. */
+static LLVMValueRef block_at(CgEmit *E, LLVMValueRef iv, LLVMValueRef from, LLVMValueRef to,
+                             long width) {
+  if (!E->level || E->tgt->kind != CG_TARGET_CPU) return iv;
+  LLVMValueRef odd = LLVMBuildTrunc(E->b, E->level, E->i1, "odd");
+  LLVMValueRef back = LLVMBuildSub(E->b, LLVMBuildSub(E->b, to, cg_const_i64(E, width), ""),
+                                   LLVMBuildSub(E->b, iv, from, ""), "");
+  return LLVMBuildSelect(E->b, odd, back, iv, "i0");
+}
+
 /* The tiled product [s] over this thread's share of its nodes (or of its
  * outputs: split_by_outputs): outputs in blocks of iv vectors, then single
  * vectors, then single floats; for each block, nodes nb at a time, then the
@@ -558,16 +575,17 @@ void cg_emit_tiled(CgEmit *E, const IlirStmt *s) {
     output_share(E, by_outs, g == 0, width, &from, &to);
     CgLoop Li, Ln;
     cg_loop_open(E, &Li, from, to, "i0");
-    if (g == 0 && pack_worth(E, &T, nb, width)) pack_blocks(E, &T, Li.iv, width, seg[g].vl);
+    LLVMValueRef i0 = g == 0 ? block_at(E, Li.iv, from, to, width) : Li.iv;
+    if (g == 0 && pack_worth(E, &T, nb, width)) pack_blocks(E, &T, i0, width, seg[g].vl);
     LLVMValueRef count = LLVMBuildSDiv(E->b, LLVMBuildSub(E->b, hi, lo, ""), cg_const_i64(E, nb), "");
     LLVMValueRef rest = LLVMBuildAdd(E->b, lo, LLVMBuildMul(E->b, count, cg_const_i64(E, nb), ""), "");
     cg_loop_open(E, &Ln, lo, rest, "n0");
-    emit_tile(E, &T, Ln.iv, nb, Li.iv, seg[g].iv, seg[g].vl);
+    emit_tile(E, &T, Ln.iv, nb, i0, seg[g].iv, seg[g].vl);
     if (s->body.n > T.nprod && !E->failed)
-      emit_epilogues(E, &T, Ln.iv, plus(E, Ln.iv, nb), Li.iv, width);
+      emit_epilogues(E, &T, Ln.iv, plus(E, Ln.iv, nb), i0, width);
     cg_loop_close_by(E, &Ln, nb);
-    if (nb > 1 && !E->failed) emit_rest(E, &T, rest, hi, nb, Li.iv, seg[g].iv, seg[g].vl);
-    if (s->body.n > T.nprod && !E->failed) emit_epilogues(E, &T, rest, hi, Li.iv, width);
+    if (nb > 1 && !E->failed) emit_rest(E, &T, rest, hi, nb, i0, seg[g].iv, seg[g].vl);
+    if (s->body.n > T.nprod && !E->failed) emit_epilogues(E, &T, rest, hi, i0, width);
     memset(T.copy, 0, sizeof T.copy);
     cg_loop_close_by(E, &Li, width);
   }
