@@ -14,6 +14,7 @@
 #include "ra/ra.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,10 +162,148 @@ static double apply_op(int op, double a, double b) {
   }
 }
 
+/* ---- sums over a range, a chunk of terms at a time ---------------------------------- */
+
+/* A sum's terms are computed as the element-by-element loop would compute
+ * them, in the same order with the same operations, CHUNK values of the
+ * reduction variable at a time: a read that the variable moves along a
+ * contiguous or strided row becomes a pointer and a stride, found once, not
+ * an index evaluated per term (U[i, r] * h@dep(0)[r]: the matrix-vector
+ * products that are nearly all of a model's work). A term of any other form
+ * (a conditional, an input, a nested sum, an index computed from a read), or
+ * a read that would leave its axis anywhere in the range, takes the
+ * element-by-element loop, which reports the error exactly as before. */
+enum { CHUNK = 64 };
+
+/* Does [e] mention the variable [v]? */
+static bool mentions(const RaExpr *e, const RaVar *v) {
+  if (!e) return false;
+  if ((e->kind == RA_VAR || e->kind == RA_REDUCE) && e->var == v) return true;
+  if (mentions(e->a, v) || mentions(e->b, v) || mentions(e->c, v) || mentions(e->dep, v))
+    return true;
+  for (int i = 0; i < e->nidx; i++)
+    if (mentions(e->idx[i], v)) return true;
+  return false;
+}
+
+/* Can [e] be evaluated without reading anything (so without an error)? */
+static bool pure(const RaExpr *e) {
+  if (!e) return true;
+  if (e->kind == RA_READ || e->kind == RA_REDUCE) return false;
+  return pure(e->a) && pure(e->b) && pure(e->c);
+}
+
+/* A read [e] over k in [0, n): the element at k = 0 ([*at], NULL when the
+ * dependency is missing: zeros) and the distance between consecutive ones.
+ * False unless each index is k itself or a pure expression without k, the
+ * dependency is pure and without k, and every index stays on its axis. */
+static bool strided_read(Interp *I, const RaExpr *e, const RaVar *k, long n, const double **at,
+                         long *stride) {
+  const RaProgram *p = I->p;
+  const RaShape *shape;
+  const double *base;
+  if (e->dep && (mentions(e->dep, k) || !pure(e->dep))) return false;
+  switch (e->src) {
+  case RA_SRC_PARAM:
+    shape = &p->params[e->index].shape;
+    base = I->params[e->index];
+    break;
+  case RA_SRC_OP:
+    shape = &I->fn->ops[e->index]->shape;
+    base = I->ops[I->fn - p->funcs][e->index];
+    break;
+  case RA_SRC_REC: {
+    int32_t node = dep_node(I, e->dep);
+    shape = &p->funcs[e->index].fields[e->field];
+    base = node < 0 ? NULL
+                    : I->res[e->index] + node * I->res_size[e->index] +
+                          I->field_off[e->index][e->field];
+    break;
+  }
+  default: return false;
+  }
+  long off = 0, step = 0;
+  for (int i = 0; i < e->nidx; i++) {
+    const RaExpr *x = e->idx[i];
+    long pos = 0;
+    if (x->kind == RA_VAR && x->var == k) {
+      if (n > shape->dims[i]) return false;
+      step += 1;
+    } else {
+      if (mentions(x, k) || !pure(x)) return false;
+      double v = eval(I, x);
+      if (!(v >= 0 && v < (double)shape->dims[i])) return false;
+      pos = (long)v;
+    }
+    off = off * shape->dims[i] + pos;
+    step = i + 1 < e->nidx ? step * shape->dims[i + 1] : step;
+  }
+  *at = base ? base + off : NULL;
+  *stride = step;
+  return true;
+}
+
+/* [e] at k = k0 .. k0 + m - 1 into out[0 .. m); false when it has a form
+ * this does not take (see above). */
+static bool eval_chunk(Interp *I, const RaExpr *e, const RaVar *k, long n, long k0, int m,
+                       double *out) {
+  double rhs[CHUNK];
+  switch (e->kind) {
+  case RA_CONST:
+    for (int j = 0; j < m; j++) out[j] = e->value;
+    return true;
+  case RA_VAR: {
+    double v = e->var == k ? 0 : I->vars[I->fn - I->p->funcs][e->var->id];
+    for (int j = 0; j < m; j++) out[j] = e->var == k ? (double)(k0 + j) : v;
+    return true;
+  }
+  case RA_READ: {
+    const double *at;
+    long stride;
+    if (!strided_read(I, e, k, n, &at, &stride)) return false;
+    for (int j = 0; j < m; j++) out[j] = at ? at[(k0 + j) * stride] : 0;
+    return true;
+  }
+  case RA_UNARY:
+    if (!eval_chunk(I, e->a, k, n, k0, m, out)) return false;
+    for (int j = 0; j < m; j++) out[j] = apply_fn(e->op, out[j]);
+    return true;
+  case RA_BINARY:
+    if (!eval_chunk(I, e->a, k, n, k0, m, out) || !eval_chunk(I, e->b, k, n, k0, m, rhs))
+      return false;
+    if (e->op == RA_MUL) /* the common operators without a call per term */
+      for (int j = 0; j < m; j++) out[j] *= rhs[j];
+    else if (e->op == RA_ADD)
+      for (int j = 0; j < m; j++) out[j] += rhs[j];
+    else
+      for (int j = 0; j < m; j++) out[j] = apply_op(e->op, out[j], rhs[j]);
+    return true;
+  default: return false;
+  }
+}
+
+/* The sum [e] over its n terms in order, a chunk at a time; false (nothing
+ * changed) when a term has a form eval_chunk does not take. */
+static bool chunked_sum(Interp *I, const RaExpr *e, long n, double *acc) {
+  double terms[CHUNK];
+  double sum = 0;
+  for (long k0 = 0; k0 < n; k0 += CHUNK) {
+    int m = n - k0 < CHUNK ? (int)(n - k0) : CHUNK;
+    if (!eval_chunk(I, e->a, e->var, n, k0, m, terms)) return false;
+    for (int j = 0; j < m; j++) sum += terms[j];
+  }
+  *acc = sum;
+  return true;
+}
+
 static double reduce(Interp *I, const RaExpr *e) {
   double *var = &I->vars[I->fn - I->p->funcs][e->var->id];
   long n = e->var->over_deps ? ctxrt_forest_num_deps(I->f, I->node) : e->var->extent;
   double acc = e->op == RA_MAX ? -INFINITY : 0;
+  if (e->op != RA_MAX && n > 0 && chunked_sum(I, e, n, &acc)) {
+    *var = (double)(n - 1);
+    return acc;
+  }
   for (long k = 0; k < n; k++) {
     *var = (double)k;
     double x = eval(I, e->a);
