@@ -209,10 +209,11 @@ static void model_desc(CtxBuf *c, const CtxBuild *b) {
   ctx_buf_printf(c, "  %d, %d, %lld, %lld,\n", (int)d->max_deps, (int)d->out_buf,
                  (long long)d->out_off, (long long)d->out_size);
   if (d->ptx)
-    ctx_buf_printf(c, "  %s_ptx, \"%s\", %d, %lld\n};\n\n", n, d->ptx_entry,
+    ctx_buf_printf(c, "  %s_ptx, \"%s\", %d, %lld,\n", n, d->ptx_entry,
                    (int)d->gpu_block_threads, (long long)d->gpu_shared_bytes);
   else
-    ctx_buf_puts(c, "  NULL, NULL, 0, 0\n};\n\n");
+    ctx_buf_puts(c, "  NULL, NULL, 0, 0,\n");
+  ctx_buf_printf(c, "  %d /* unread_values */\n};\n\n", (int)d->unread_values);
 }
 
 /* NAME_run_arrays, NAME_run_heads and the layout accessors. */

@@ -105,6 +105,8 @@ void ctx_model_desc_init(CtxModelDesc *m, const RaProgram *p, const IlirKernel *
   d->out_buf = k->out_buf;
   d->out_off = k->out_off;
   d->out_size = k->out_size;
+  d->unread_values = (ilir_kernel_reads(k, k->values_buf) ? 0 : CTXRT_UNREAD_VAL) |
+                     (ilir_kernel_reads(k, k->ivalues_buf) ? 0 : CTXRT_UNREAD_IVAL);
 }
 
 #ifdef CTX_HAVE_JIT

@@ -319,11 +319,10 @@ static CtxrtStatus value_rows(CtxrtLinear *lin, const CtxrtForest *f, CtxrtError
     if (c != V && c != 0)
       return node_err(f, err, v, "expected %d values or none, found %d", (int)V, (int)c);
     has[w] = c != 0;
-    for (int32_t j = 0; j < V; j++) {
-      double x = c ? val[b + j] : 0;
-      fr[j] = (float)x;
-      ir[j] = to_int(x);
-    }
+    if (!lin->skip_val)
+      for (int32_t j = 0; j < V; j++) fr[j] = c ? (float)val[b + j] : 0;
+    if (!lin->skip_ival)
+      for (int32_t j = 0; j < V; j++) ir[j] = c ? to_int(val[b + j]) : 0;
   }
   return CTXRT_OK;
 }

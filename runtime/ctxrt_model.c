@@ -335,6 +335,10 @@ static CtxrtStatus new_linear(CtxrtModel *m, CtxrtError *err) {
     ctxrt_linear_destroy(m->lin);
     m->lin = NULL;
   }
+  if (!st) {
+    m->lin->skip_val = (m->d->unread_values & CTXRT_UNREAD_VAL) != 0;
+    m->lin->skip_ival = (m->d->unread_values & CTXRT_UNREAD_IVAL) != 0;
+  }
   return st;
 }
 

@@ -488,6 +488,10 @@ int main(int argc, char **argv) {
   float *out = bench_xmalloc(sizeof(float) * (total_out + 1) * Hs);
   CtxrtLinear *L;
   if (ctxrt_linear_create(NULL, b.nvals, b.K, &L, &err)) bench_die("linearize", err.msg);
+  /* only the view of the values this model reads, as ctx's runtime does
+   * (CtxrtModelDesc.unread_values): dagrnn's float features, the word ids */
+  L->skip_ival = b.model == DAGRNN;
+  L->skip_val = b.model != DAGRNN;
 
   /* warm-up pass (also writes the outputs), then the timed passes */
   for (int i = 0, row = 0; i < nb; i++) row += run_batch(&b, L, batches[i], out + (size_t)row * Hs);

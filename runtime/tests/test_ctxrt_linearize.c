@@ -281,6 +281,39 @@ START_TEST(test_mixed_batch) {
 }
 END_TEST
 
+/* skip_val / skip_ival: the skipped view keeps what it held (here a marker),
+ * the other is written as always, and the rows are still checked. */
+START_TEST(test_skip_views) {
+  CtxrtForest *f = tu_nodes("dag\n0 1.5 2\n1 3 4 : 0\n");
+  CtxrtLinear *lin = lin_ok(NULL, 0, 0);
+  CtxrtError err;
+  for (int skip = 1; skip <= 2; skip++) {
+    ck_assert_int_eq(ctxrt_linear_fill(lin, f, 2, 0, &err), CTXRT_OK);
+    for (int j = 0; j < 4; j++) {
+      lin->val[j] = -7.0f;
+      lin->ival[j] = -7;
+    }
+    lin->skip_val = skip == 1;
+    lin->skip_ival = skip == 2;
+    ck_assert_int_eq(ctxrt_linear_fill(lin, f, 2, 0, &err), CTXRT_OK);
+    const float fv[] = {1.5f, 2, 3, 4};
+    const int32_t iv[] = {CTXRT_NOT_INT, 2, 3, 4};
+    for (int j = 0; j < 4; j++) {
+      ck_assert_float_eq(lin->val[j], skip == 1 ? -7.0f : fv[j]);
+      ck_assert_int_eq(lin->ival[j], skip == 2 ? -7 : iv[j]);
+    }
+    ck_assert_int_eq(lin->has_val[0] + lin->has_val[1], 2);
+    lin->skip_val = lin->skip_ival = 1;
+    ck_assert_int_eq(ctxrt_linear_fill(lin, f, 3, 0, &err), CTXRT_ERR_INVALID);
+    ck_assert_str_eq(err.msg, "x:2: error: structure 1, node 0: expected 3 values or none, "
+                              "found 2");
+    lin->skip_val = lin->skip_ival = 0;
+  }
+  ctxrt_linear_destroy(lin);
+  ctxrt_forest_destroy(f);
+}
+END_TEST
+
 START_TEST(test_fixed_arity_pads) {
   CtxrtForest *f = tu_ptb("(0 7)\n");
   CtxrtLinear *lin = lin_ok(f, 1, 2);
@@ -450,6 +483,7 @@ static Suite *linearize_suite(void) {
   tcase_add_test(tc, test_long_chain_and_sequence);
   tcase_add_test(tc, test_mixed_batch);
   tcase_add_test(tc, test_fixed_arity_pads);
+  tcase_add_test(tc, test_skip_views);
   tcase_add_test(tc, test_reuse_and_determinism);
   tcase_add_loop_test(tc, test_errors, 0, (int)(sizeof errors / sizeof errors[0]));
   tcase_add_test(tc, test_empty_forest);
