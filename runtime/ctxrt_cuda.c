@@ -364,6 +364,10 @@ static size_t pack_batch(CtxrtCuda *g, void *const *host, const CtxrtLinear *lin
   for (int32_t b = 0; b < d->num_bufs; b++) {
     if (!is_input(d->bufs[b].kind)) continue;
     size_t bytes = buf_bytes(&d->bufs[b], lin, widest);
+    int32_t kind = d->bufs[b].kind;
+    if ((kind == CTXRT_BUF_VALUES && (d->unread_values & CTXRT_UNREAD_VAL)) ||
+        (kind == CTXRT_BUF_IVALUES && (d->unread_values & CTXRT_UNREAD_IVAL)))
+      bytes = 0; /* a view the kernel never reads (the linearizer left it unwritten) */
     if (copy) {
       if (bytes) memcpy(g->pinned + at, host[b], bytes);
       g->dptr[b] = g->batch + at;
