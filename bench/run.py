@@ -129,14 +129,15 @@ def flops(model, H, kids):
     return 2 * mac
 
 
-def level_bw(name, part, wbytes, m):
-    """The bandwidth [part] bytes of the weights read at from the cache level [name]."""
+def level_bw(name, size, wbytes, m):
+    """The bandwidth the cache level [name] reads the weights at when it holds
+    [size] bytes of them (of [wbytes] in all)."""
     bw = m["bw"][name]
     if name in ("L1", "L2"):
         # weights that fill most of the level read slower than its probe at half
         # of it (treefc's 512 KiB at H=256 in a 512 KiB L2: 87.5 against 104 GB/s
         # on a Zen 3): the sweep's figure at the largest size not above theirs
-        below = sorted((b, g) for b, g in m["sweep"] if b <= part)
+        below = sorted((b, g) for b, g in m["sweep"] if b <= size)
         if below:
             bw = min(bw, below[-1][1])
     elif name == "L3":

@@ -654,20 +654,18 @@ static void emit_loop(CgEmit *E, const IlirStmt *s) {
   }
   CgLoop L;
   cg_loop_open(E, &L, lo, hi, var_name(s->var));
-  E->levels += s->loop == ILIR_LOOP_LEVELS;
   LLVMValueRef outer_level = E->level;
   if (s->loop == ILIR_LOOP_LEVELS) E->level = L.iv;
   if (cg_bind_var(E, s->var, L.iv)) {
     if (s->loop == ILIR_LOOP_NODES && E->tgt->kind == CG_TARGET_CPU) prefetch_next_rows(E, s, L.iv);
     emit_block(E, &s->body);
   }
-  E->levels -= s->loop == ILIR_LOOP_LEVELS;
   E->level = outer_level;
   if (s->loop == ILIR_LOOP_LEVELS && !E->failed) cg_emit_barrier(E, barrier_skippable(E, L.iv));
   LLVMBasicBlockRef latch = cg_loop_close(E, &L);
   if (!E->failed) loop_hints(E, latch, s->loop == ILIR_LOOP_VECTOR, interleave_count(E, s));
   if (s->loop == ILIR_LOOP_PARALLEL && !E->failed) cg_emit_barrier(E, NULL);
-  if (s->loop == ILIR_LOOP_NODES && !E->levels && !E->failed) cg_emit_barrier(E, NULL);
+  if (s->loop == ILIR_LOOP_NODES && !E->level && !E->failed) cg_emit_barrier(E, NULL);
   if (!E->failed) E->vars[s->var->id] = NULL;
 }
 

@@ -21,8 +21,7 @@ typedef struct {
   const CgTarget *tgt; /* what differs between targets (cg_target.h) */
   CtxDiag *diag;
   int vec_floats, vec_regs; /* the host's vector width in floats and register count */
-  int levels; /* LEVELS loops open around the builder's position */
-  LLVMValueRef level; /* the innermost LEVELS loop's index, or NULL */
+  LLVMValueRef level; /* the innermost LEVELS loop's index; NULL outside the levels */
   const CgProfile *prof;    /* NULL: no instrumentation (codegen.h, "profiling") */
   LLVMValueRef prof_counters;
   bool failed;

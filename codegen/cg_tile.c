@@ -590,7 +590,7 @@ void cg_emit_tiled(CgEmit *E, const IlirStmt *s) {
     cg_loop_close_by(E, &Li, width);
   }
   if (E->failed) return;
-  if (s->loop == ILIR_LOOP_NODES && !E->levels) cg_emit_barrier(E, NULL); /* a prologue */
+  if (s->loop == ILIR_LOOP_NODES && !E->level) cg_emit_barrier(E, NULL); /* a prologue */
   else if (by_outs) cg_emit_barrier(E, LLVMBuildNot(E->b, by_outs, ""));
   E->vars[s->var->id] = NULL;
   for (int p = 0; p < T.nprod; p++) E->vars[T.prod[p].loop->var->id] = NULL;

@@ -14,7 +14,6 @@
 #include "ra/ra.h"
 
 #include <math.h>
-#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

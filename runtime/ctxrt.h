@@ -558,8 +558,8 @@ void ctxrt_array_destroy(CtxrtArray *array);
  * not an integer that fits, so INT32_MIN itself reads as "not an integer"); a node
  * without values has has_val[w] == 0 and rows of zeros (with V == 0 every has_val
  * is 0). Errors found while writing rows name the first bad node in new-id order.
- * Every field but skip_val and skip_ival is read-only for the caller; the arrays stay valid until the next
- * ctxrt_linear_fill or ctxrt_linear_destroy.
+ * Every field but skip_val and skip_ival is read-only for the caller; the arrays
+ * stay valid until the next ctxrt_linear_fill or ctxrt_linear_destroy.
  */
 
 #define CTXRT_NOT_INT INT32_MIN

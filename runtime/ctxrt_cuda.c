@@ -191,11 +191,13 @@ struct CtxrtCuda {
 
 static size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
 
-/* The bytes of buffer [b]'s data for a batch (inputs: what the host holds). */
+/* The bytes of buffer [b]'s data for a batch (inputs: what the host holds; none
+ * of a view of the values the linearizer skipped, which the kernel never reads). */
 static size_t buf_bytes(const CtxrtModelBuf *b, const CtxrtLinear *lin, int64_t widest) {
   size_t n = (size_t)lin->num_nodes, v = (size_t)lin->num_values;
   switch ((CtxrtBufKind)b->kind) {
-  case CTXRT_BUF_VALUES: case CTXRT_BUF_IVALUES: return n * v * 4;
+  case CTXRT_BUF_VALUES: return lin->skip_val ? 0 : n * v * 4;
+  case CTXRT_BUF_IVALUES: return lin->skip_ival ? 0 : n * v * 4;
   case CTXRT_BUF_DEP: return n * (size_t)lin->max_deps * 4;
   case CTXRT_BUF_NUM_DEPS: return n * 4;
   case CTXRT_BUF_LEVELS: return ((size_t)lin->num_levels + 1) * 4;
@@ -364,10 +366,6 @@ static size_t pack_batch(CtxrtCuda *g, void *const *host, const CtxrtLinear *lin
   for (int32_t b = 0; b < d->num_bufs; b++) {
     if (!is_input(d->bufs[b].kind)) continue;
     size_t bytes = buf_bytes(&d->bufs[b], lin, widest);
-    int32_t kind = d->bufs[b].kind;
-    if ((kind == CTXRT_BUF_VALUES && (d->unread_values & CTXRT_UNREAD_VAL)) ||
-        (kind == CTXRT_BUF_IVALUES && (d->unread_values & CTXRT_UNREAD_IVAL)))
-      bytes = 0; /* a view the kernel never reads (the linearizer left it unwritten) */
     if (copy) {
       if (bytes) memcpy(g->pinned + at, host[b], bytes);
       g->dptr[b] = g->batch + at;

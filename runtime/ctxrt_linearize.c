@@ -319,10 +319,15 @@ static CtxrtStatus value_rows(CtxrtLinear *lin, const CtxrtForest *f, CtxrtError
     if (c != V && c != 0)
       return node_err(f, err, v, "expected %d values or none, found %d", (int)V, (int)c);
     has[w] = c != 0;
-    if (!lin->skip_val)
-      for (int32_t j = 0; j < V; j++) fr[j] = c ? (float)val[b + j] : 0;
-    if (!lin->skip_ival)
-      for (int32_t j = 0; j < V; j++) ir[j] = c ? to_int(val[b + j]) : 0;
+    const double *restrict x = val + b;
+    if (!lin->skip_val) {
+      if (c) for (int32_t j = 0; j < V; j++) fr[j] = (float)x[j];
+      else memset(fr, 0, (size_t)V * sizeof *fr);
+    }
+    if (!lin->skip_ival) {
+      if (c) for (int32_t j = 0; j < V; j++) ir[j] = to_int(x[j]);
+      else memset(ir, 0, (size_t)V * sizeof *ir); /* to_int(0) */
+    }
   }
   return CTXRT_OK;
 }
