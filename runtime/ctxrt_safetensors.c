@@ -236,6 +236,13 @@ static float st_element(StDtype d, const unsigned char *p) {
   }
 }
 
+static int little_endian(void) {
+  const uint16_t one = 1;
+  unsigned char first;
+  memcpy(&first, &one, 1);
+  return first == 1;
+}
+
 /* Copies the checked entries out of [data] into new weights. */
 static CtxrtStatus make_weights(StReader *r, const StEntry *e, size_t n,
                                 const unsigned char *data, CtxrtWeights **out) {
@@ -248,8 +255,11 @@ static CtxrtStatus make_weights(StReader *r, const StEntry *e, size_t n,
       return ctxrt__nomem(r->err, r->file);
     }
     unsigned size = st_dtype_bytes[e[i].dtype];
-    for (int64_t k = 0; k < t->numel; k++)
-      t->data[k] = st_element(e[i].dtype, data + e[i].begin + size * (uint64_t)k);
+    if (e[i].dtype == ST_F32 && little_endian()) /* the file's bytes are the floats */
+      memcpy(t->data, data + e[i].begin, (size_t)t->numel * sizeof *t->data);
+    else
+      for (int64_t k = 0; k < t->numel; k++)
+        t->data[k] = st_element(e[i].dtype, data + e[i].begin + size * (uint64_t)k);
     if (e[i].dtype != ST_F32) {
       w->num_converted++;
       w->converted |= 1u << (e[i].dtype - 1);

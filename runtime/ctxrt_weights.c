@@ -13,6 +13,7 @@
 #include "ctxrt_int.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -225,6 +226,38 @@ static void problem(Problems *pr, const char *fmt, ...) {
   pr->shown++;
 }
 
+/* A weight that is infinite or NaN: a damaged file, or a model that diverged
+ * in training. The kernels take weights as finite numbers (W times 0 is 0:
+ * sched_spec.c leaves out products of weights with zeros). The first such
+ * element, as its index in the tensor's shape. */
+static void check_finite(Problems *pr, const CtxrtTensor *t, const char *q) {
+  /* a pass without branches first: |x| + 2^23 in the bits sets the sign
+   * bit only for an exponent of all ones, an infinity or a NaN (treelstm
+   * H=512's 123 MB of embeddings: a few ms, against 50 for isfinite element
+   * by element) */
+  uint32_t any = 0;
+  for (int64_t i = 0; i < t->numel; i++) {
+    uint32_t bits;
+    memcpy(&bits, t->data + i, sizeof bits);
+    any |= (bits & 0x7fffffffu) + 0x00800000u;
+  }
+  for (int64_t i = 0; (any & 0x80000000u) && i < t->numel; i++) {
+    if (isfinite(t->data[i])) continue;
+    char at[32 * CTXRT_MAX_DIMS] = "";
+    size_t n = 0;
+    int64_t rest = i, stride = t->numel;
+    for (int32_t d = 0; d < t->ndim && n < sizeof at; d++) {
+      stride /= t->shape[d] ? t->shape[d] : 1;
+      n += (size_t)snprintf(at + n, sizeof at - n, "%s%lld", d ? ", " : "",
+                            (long long)(stride ? rest / stride : 0));
+      rest = stride ? rest % stride : 0;
+    }
+    problem(pr, "tensor '%s' holds %s at [%s]; weights must be finite numbers", q,
+            isnan(t->data[i]) ? "NaN" : t->data[i] > 0 ? "inf" : "-inf", at);
+    return;
+  }
+}
+
 static void check_param(Problems *pr, const CtxrtWeights *w, const CtxrtParam *p,
                         int32_t match) {
   char q[CTXRT_QUOTE_SIZE], q2[CTXRT_QUOTE_SIZE], want[200], got[200];
@@ -240,6 +273,8 @@ static void check_param(Problems *pr, const CtxrtWeights *w, const CtxrtParam *p
             same_shape(t, p) ? "" : " (and give it the model's shape)");
   else if (!same_shape(t, p))
     problem(pr, "tensor '%s' has shape %s, expected %s", q, got, want);
+  else
+    check_finite(pr, t, q);
 }
 
 CtxrtStatus ctxrt_weights_check(const CtxrtWeights *w, const char *name,

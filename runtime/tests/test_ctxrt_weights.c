@@ -4,6 +4,7 @@
  * with its exact message, and the check against the model's parameters. */
 #include "ctxrt_testutil.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -316,6 +317,36 @@ START_TEST(test_check) {
 }
 END_TEST
 
+/* Weights must be finite: the first element that is not, at its index in
+ * the tensor's shape. */
+START_TEST(test_check_finite) {
+  CtxrtWeights *w = make(1);
+  CtxrtError err;
+  float *W = (float *)ctxrt_weights_find(w, "W")->data;
+  float *b = (float *)ctxrt_weights_find(w, "b")->data;
+  W[4] = NAN;
+  W[5] = INFINITY;
+  ck_assert_int_eq(ctxrt_weights_check(w, "m.st", params, 3, &err), CTXRT_ERR_INVALID);
+  ck_assert_str_eq(err.msg, "m.st: error: tensor 'W' holds NaN at [1, 1]; weights must be "
+                            "finite numbers");
+  W[4] = 0.5f;
+  b[0] = -INFINITY;
+  ck_assert_int_eq(ctxrt_weights_check(w, "m.st", params, 3, &err), CTXRT_ERR_INVALID);
+  ck_assert_str_eq(err.msg, "m.st: error: tensor 'W' holds inf at [1, 2]; weights must be "
+                            "finite numbers\n"
+                            "m.st: error: tensor 'b' holds -inf at [0]; weights must be "
+                            "finite numbers");
+  W[5] = b[0] = 1.0f;
+  *(float *)ctxrt_weights_find(w, "s")->data = NAN;
+  ck_assert_int_eq(ctxrt_weights_check(w, "m.st", params, 3, &err), CTXRT_ERR_INVALID);
+  ck_assert_str_eq(err.msg, "m.st: error: tensor 's' holds NaN at []; weights must be finite "
+                            "numbers");
+  *(float *)ctxrt_weights_find(w, "s")->data = 0.0f;
+  ck_assert_int_eq(ctxrt_weights_check(w, "m.st", params, 3, &err), CTXRT_OK);
+  ctxrt_weights_destroy(w);
+}
+END_TEST
+
 /* Bytes [data] of [n] after the header [json]. */
 static CtxrtWeights *st_read_bytes(const char *json, const unsigned char *data, size_t n) {
   size_t len;
@@ -437,6 +468,7 @@ static Suite *weights_suite(void) {
   tcase_add_test(tc, test_malformed);
   tcase_add_test(tc, test_truncated_and_overlap);
   tcase_add_test(tc, test_check);
+  tcase_add_test(tc, test_check_finite);
   tcase_add_test(tc, test_writer_refuses_duplicates);
   tcase_add_test(tc, test_converted_dtypes);
   tcase_add_test(tc, test_check_every_problem);
