@@ -220,6 +220,9 @@ typedef struct {
   int nbufs;
   int nvars;
   long max_deps;         /* K: the row width of the DEP buffer */
+  bool tree;             /* the structure is a tree: its level 0, the nodes without
+                            dependencies, is its leaves (sched_apply.c,
+                            specialize_leaf) */
   long values_per_node;  /* V */
   IlirBlock body;
   /* where the output lives: RESULT buffer [out_buf], values [out_off, out_off +

@@ -357,6 +357,7 @@ IlirKernel *ilir_lower(CtxArena *arena, CtxDiag *diag, const RaProgram *p) {
   L.k = CTX_NEW(arena, IlirKernel);
   L.k->name = ctx_arena_printf(arena, "ctx_%s_kernel", p->name);
   L.k->max_deps = p->max_arity;
+  L.k->tree = p->kind == SEMA_TREE;
   L.k->disabled = p->disabled;
   L.k->values_per_node = p->values_per_node;
   declare_buffers(&L);

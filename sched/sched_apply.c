@@ -103,6 +103,29 @@ static bool is_leaf_test(const IlirKernel *k, const IlirExpr *c, const IlirVar *
          c->a->a->kind == ILIR_VAR && c->a->a->var == n;
 }
 
+static bool expr_reads_num_deps(const IlirKernel *k, const IlirExpr *e, const IlirVar *n) {
+  if (!e) return false;
+  if (e->kind == ILIR_LOAD && e->buf == k->num_deps_buf && e->a->kind == ILIR_VAR &&
+      e->a->var == n)
+    return true;
+  return expr_reads_num_deps(k, e->a, n) || expr_reads_num_deps(k, e->b, n) ||
+         expr_reads_num_deps(k, e->c, n) || expr_reads_num_deps(k, e->lo, n) ||
+         expr_reads_num_deps(k, e->hi, n);
+}
+
+/* Does [b] read num_deps[n]? */
+static bool reads_num_deps(const IlirKernel *k, const IlirBlock *b, const IlirVar *n) {
+  for (int i = 0; i < b->n; i++) {
+    const IlirStmt *s = b->stmts[i];
+    if (expr_reads_num_deps(k, s->lo, n) || expr_reads_num_deps(k, s->hi, n) ||
+        expr_reads_num_deps(k, s->index, n) || expr_reads_num_deps(k, s->value, n) ||
+        expr_reads_num_deps(k, s->cond, n) || reads_num_deps(k, &s->body, n) ||
+        reads_num_deps(k, &s->then, n) || reads_num_deps(k, &s->els, n))
+      return true;
+  }
+  return false;
+}
+
 static IlirBlock one(CtxArena *a, IlirStmt *s) {
   IlirBlock b = {CTX_NEW_ARRAY(a, IlirStmt *, 1), 1};
   b.stmts[0] = s;
@@ -146,6 +169,39 @@ static void specialize_leaf(CtxArena *a, IlirKernel *k) {
   both[1] = level_loop(a, levels, first_inner, levels->hi, joined(a, &prefix, true, test->els));
   k->body.stmts = both;
   k->body.n = 2;
+}
+
+/* specialize-leaf for a tree model without `if leaf(n)` whose nodes' work
+ * depends on their number of children (childsum's sums over them): the
+ * leaves — a tree's level 0, about half its nodes — in a levels loop of their
+ * own, without the work that is zero at a leaf (sched_no_deps_body: U_iou
+ * times the children's sum). After hoist-local, which moves the operators
+ * that read only the node's input (childsum's W_iou x, W_f x) to the batch's
+ * prologue from a loop over all levels, and before all-deps, which makes the
+ * sums over the children run over all K slots. Not for a DAG or a sequence:
+ * their level 0 is a node or two of each structure. */
+static void specialize_leaf_level(CtxArena *a, IlirKernel *k) {
+  int at = -1;
+  for (int i = 0; i < k->body.n; i++)
+    if (k->body.stmts[i]->kind == ILIR_LOOP && k->body.stmts[i]->loop == ILIR_LOOP_LEVELS) {
+      if (at >= 0) return; /* leaves already apart */
+      at = i;
+    }
+  if (!k->tree || at < 0) return;
+  const IlirStmt *levels = k->body.stmts[at];
+  if (levels->body.n != 1) return;
+  const IlirStmt *nodes = levels->body.stmts[0];
+  if (nodes->kind != ILIR_LOOP || nodes->loop != ILIR_LOOP_NODES ||
+      !reads_num_deps(k, &nodes->body, nodes->var))
+    return;
+  IlirExpr *first_inner = ilir_binary(a, ILIR_GT, ilir_arg(a, 1), ilir_const_i(a, 0));
+  IlirStmt **body = CTX_NEW_ARRAY(a, IlirStmt *, k->body.n + 1);
+  memcpy(body, k->body.stmts, (size_t)at * sizeof *body);
+  body[at] = level_loop(a, levels, ilir_const_i(a, 0), first_inner,
+                        sched_no_deps_body(a, k, nodes));
+  body[at + 1] = level_loop(a, levels, first_inner, levels->hi, nodes->body);
+  memcpy(body + at + 2, k->body.stmts + at + 1, (size_t)(k->body.n - at - 1) * sizeof *body);
+  k->body = (IlirBlock){body, k->body.n + 1};
 }
 
 /* ---- hoisting products with dependencies' results ------------------------------------ */
@@ -860,6 +916,7 @@ bool sched_apply(CtxArena *arena, CtxDiag *diag, IlirKernel *k, SchedPlan *plan)
   if (plan->hoist_products) hoist_products(arena, k);
   if (plan->refactor_recursion && !sched_refactor_recursion(arena, diag, k, plan)) return false;
   if (plan->hoist_local) sched_hoist_local(arena, k);
+  if (plan->specialize_leaf) specialize_leaf_level(arena, k);
   if (plan->all_deps) sched_all_deps(arena, k);
   if (plan->schedule && !sched_schedule_loops(arena, diag, k, plan)) return false;
   if ((plan->tile_nodes > 0 && plan->tile_outs > 0) ||

@@ -103,4 +103,11 @@ bool sched_schedule_shares(CtxArena *a, CtxDiag *diag, IlirKernel *k, const Sche
  * each group's copy; ARITY_END buffers added to [k]. */
 void sched_specialize_arity(CtxArena *a, IlirKernel *k, const SchedPlan *plan);
 
+/* The body of the nodes loop [nodes] for nodes without dependencies (a
+ * tree's leaves, its level 0), from its general body (sched_spec.c): the
+ * number of dependencies is 0, so the loops and sums over them vanish, an
+ * operator that is then zero (childsum's sum of the children's h) reads as
+ * zero, and so do the products of weights with it. */
+IlirBlock sched_no_deps_body(CtxArena *a, const IlirKernel *k, const IlirStmt *nodes);
+
 #endif

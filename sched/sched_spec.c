@@ -34,6 +34,9 @@
  */
 #include "sched/sched_int.h"
 
+#include <math.h>
+#include <string.h>
+
 
 typedef struct {
   CtxArena *a;
@@ -149,5 +152,123 @@ void sched_specialize_arity(CtxArena *a, IlirKernel *k, const SchedPlan *plan) {
         ctx_vec_push(a, &out, s);
     }
     lv->body = (IlirBlock){(IlirStmt **)out.items, out.len};
+  }
+}
+
+/* ---- nodes without dependencies ---------------------------------------------------- */
+
+/* With no dependencies, a sum over them is 0, and so is an operator that
+ * starts at 0 and adds them up (childsum's s = sum of the children's h); a
+ * product of weights with such an operator is 0 too (W x 0 = 0 for every
+ * finite W, and the runtime takes only finite weights: ctxrt_weights_check),
+ * and adding it changes nothing. Such operators are then read as the constant
+ * 0, and their stores, which nothing reads any more, are dropped — in the
+ * leaves' loop of a tree without `if leaf(n)` (sched_apply.c, specialize_leaf)
+ * whole level products go: U_iou s, for every leaf. An operator's row is read
+ * only at its own node (sched_keep_node_rows checks it), so the leaves' rows
+ * that are no longer written are read by nothing. */
+
+typedef struct {
+  CtxArena *a;
+  const IlirKernel *k;
+  bool *zero; /* the operators known to be 0 */
+} Zero;
+
+static bool is_zero(const IlirExpr *e) {
+  return e && e->kind == ILIR_CONST && e->type == ILIR_F32 && e->fval == 0.0f;
+}
+
+static bool empty_range(const IlirExpr *lo, const IlirExpr *hi) {
+  return is_const(lo) && is_const(hi) && lo->ival >= hi->ival;
+}
+
+/* Weights and finite constants: their product with 0 is 0. */
+static bool finite(const IlirKernel *k, const IlirExpr *e) {
+  if (e->kind == ILIR_CONST) return e->type == ILIR_I64 || isfinite(e->fval);
+  return e->kind == ILIR_LOAD && k->bufs[e->buf].kind == ILIR_BUF_PARAM;
+}
+
+static IlirExpr *zero_expr(const Zero *Z, const IlirExpr *e) {
+  if (!e) return NULL;
+  if (e->kind == ILIR_LOAD && Z->zero[e->buf]) return ilir_const_f(Z->a, 0.0f);
+  IlirExpr *x = zero_expr(Z, e->a), *y = zero_expr(Z, e->b), *c = zero_expr(Z, e->c);
+  IlirExpr *zero = NULL;
+  if (e->kind == ILIR_BINARY && e->type == ILIR_F32) {
+    if (e->op == ILIR_MUL && ((is_zero(x) && finite(Z->k, y)) || (is_zero(y) && finite(Z->k, x))))
+      zero = x;
+    else if ((e->op == ILIR_ADD || e->op == ILIR_SUB) && is_zero(y))
+      return x;
+    else if (e->op == ILIR_ADD && is_zero(x))
+      return y;
+  } else if (e->kind == ILIR_REDUCE && e->op == ILIR_SUM &&
+             (is_zero(x) || empty_range(e->lo, e->hi))) {
+    return ilir_const_f(Z->a, 0.0f);
+  } else if (e->kind == ILIR_UNARY && e->op == ILIR_NEG && is_zero(x)) {
+    return x;
+  } else if (e->kind == ILIR_SELECT && is_zero(x) && is_zero(y)) {
+    return x;
+  }
+  if (zero) return ilir_const_f(Z->a, 0.0f);
+  IlirExpr *copy = CTX_NEW(Z->a, IlirExpr); /* expressions may be shared */
+  *copy = *e;
+  copy->a = x, copy->b = y, copy->c = c;
+  return copy;
+}
+
+/* Marks the buffers [b] stores into (*stored) and those it stores anything
+ * but 0 into (*other), loops that never run left out. */
+static void scan_stores(const IlirBlock *b, bool *stored, bool *other) {
+  for (int i = 0; i < b->n; i++) {
+    const IlirStmt *s = b->stmts[i];
+    if (s->kind == ILIR_STORE) {
+      stored[s->buf] = true;
+      other[s->buf] |= !is_zero(s->value);
+    } else if (s->kind == ILIR_IF) {
+      scan_stores(&s->then, stored, other);
+      scan_stores(&s->els, stored, other);
+    } else if (!empty_range(s->lo, s->hi)) {
+      scan_stores(&s->body, stored, other);
+    }
+  }
+}
+
+/* [b] with the zero operators read as 0 and their stores and the loops that
+ * never run left out. */
+static void zero_block(const Zero *Z, IlirBlock *b) {
+  int out = 0;
+  for (int i = 0; i < b->n; i++) {
+    IlirStmt *s = b->stmts[i];
+    if (s->kind == ILIR_STORE) {
+      if (Z->zero[s->buf]) continue;
+      s->value = zero_expr(Z, s->value);
+    } else if (s->kind == ILIR_IF) {
+      zero_block(Z, &s->then);
+      zero_block(Z, &s->els);
+    } else {
+      if (empty_range(s->lo, s->hi)) continue;
+      zero_block(Z, &s->body);
+    }
+    b->stmts[out++] = s;
+  }
+  b->n = out;
+}
+
+IlirBlock sched_no_deps_body(CtxArena *a, const IlirKernel *k, const IlirStmt *nodes) {
+  Spec S = {a, k, nodes->var, 0};
+  IlirBlock b = spec_block(&S, &nodes->body);
+  bool *rows = CTX_NEW_ARRAY(a, bool, k->nbufs);
+  for (int i = 0; i < k->nbufs; i++) rows[i] = k->bufs[i].kind == ILIR_BUF_SCRATCH;
+  sched_keep_node_rows(k, rows);
+  bool *stored = CTX_NEW_ARRAY(a, bool, k->nbufs), *other = CTX_NEW_ARRAY(a, bool, k->nbufs);
+  Zero Z = {a, k, CTX_NEW_ARRAY(a, bool, k->nbufs)};
+  for (;;) { /* each round drops an operator's stores: at most one round per operator */
+    zero_block(&Z, &b); /* folds what is known zero so far */
+    memset(stored, 0, (size_t)k->nbufs * sizeof *stored);
+    memset(other, 0, (size_t)k->nbufs * sizeof *other);
+    scan_stores(&b, stored, other);
+    bool more = false;
+    for (int i = 0; i < k->nbufs; i++)
+      if (rows[i] && stored[i] && !other[i]) Z.zero[i] = more = true;
+    if (!more) return b;
   }
 }
