@@ -129,7 +129,7 @@ def flops(model, H, kids):
     return 2 * mac
 
 
-def level_bw(name, size, wbytes, m, cap=None):
+def level_bw(name, size, wbytes, m, cap):
     """The bandwidth the cache level [name] (of [cap] bytes) reads the weights
     at when it holds [size] bytes of them (of [wbytes] in all)."""
     bw = m["bw"][name]
@@ -141,7 +141,7 @@ def level_bw(name, size, wbytes, m, cap=None):
         # the cache in the same order every pass misses on all of it (LRU), a
         # rate a kernel that alternates its order beats (treefc H=512 B=1, 2 MiB
         # in a 2 MiB L2 on a Xeon: 0.293 ms against a "limit" of 0.308)
-        below = sorted((b, g) for b, g in m["sweep"] if b <= size and (not cap or b < cap))
+        below = sorted((b, g) for b, g in m["sweep"] if b <= size and b < cap)
         if below:
             bw = min(bw, below[-1][1])
     elif name == "L3":

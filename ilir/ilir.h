@@ -278,8 +278,9 @@ int ilir_find_buf(const IlirKernel *k, IlirBufKind kind);
 int ilir_add_buf(CtxArena *a, IlirKernel *k, IlirBuf b);
 /* Does [e] load from buffer [buf] anywhere? */
 bool ilir_reads(const IlirExpr *e, int buf);
-/* Does any statement of [k] load from buffer [buf] (in a value, an index, a
- * bound or a condition)? */
+/* Does any statement of [b] (of [k]) load from buffer [buf] (in a value, an
+ * index, a bound or a condition)? */
+bool ilir_block_reads(const IlirBlock *b, int buf);
 bool ilir_kernel_reads(const IlirKernel *k, int buf);
 /* Does [e] mention [v] anywhere (indices of loads included)? */
 bool ilir_uses(const IlirExpr *e, const IlirVar *v);

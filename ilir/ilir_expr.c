@@ -269,20 +269,20 @@ bool ilir_reads(const IlirExpr *e, int buf) {
          ilir_reads(e->lo, buf) || ilir_reads(e->hi, buf);
 }
 
-static bool block_reads(const IlirBlock *b, int buf) {
+bool ilir_block_reads(const IlirBlock *b, int buf) {
   for (int i = 0; i < b->n; i++) {
     const IlirStmt *s = b->stmts[i];
     if (ilir_reads(s->lo, buf) || ilir_reads(s->hi, buf) || ilir_reads(s->team_lo, buf) ||
         ilir_reads(s->team_hi, buf) || ilir_reads(s->index, buf) || ilir_reads(s->value, buf) ||
-        ilir_reads(s->cond, buf) || block_reads(&s->body, buf) || block_reads(&s->then, buf) ||
-        block_reads(&s->els, buf))
+        ilir_reads(s->cond, buf) || ilir_block_reads(&s->body, buf) || ilir_block_reads(&s->then, buf) ||
+        ilir_block_reads(&s->els, buf))
       return true;
   }
   return false;
 }
 
 bool ilir_kernel_reads(const IlirKernel *k, int buf) {
-  return buf >= 0 && block_reads(&k->body, buf);
+  return buf >= 0 && ilir_block_reads(&k->body, buf);
 }
 
 /* Does [e] read [buf] other than at a dependency's row (an index through

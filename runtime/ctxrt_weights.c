@@ -243,16 +243,14 @@ static void check_finite(Problems *pr, const CtxrtTensor *t, const char *q) {
   }
   for (int64_t i = 0; (any & 0x80000000u) && i < t->numel; i++) {
     if (isfinite(t->data[i])) continue;
-    char at[32 * CTXRT_MAX_DIMS] = "";
-    size_t n = 0;
-    int64_t rest = i, stride = t->numel;
-    for (int32_t d = 0; d < t->ndim && n < sizeof at; d++) {
-      stride /= t->shape[d] ? t->shape[d] : 1;
-      n += (size_t)snprintf(at + n, sizeof at - n, "%s%lld", d ? ", " : "",
-                            (long long)(stride ? rest / stride : 0));
-      rest = stride ? rest % stride : 0;
+    int64_t idx[CTXRT_MAX_DIMS]; /* i in the shape, last dimension fastest */
+    for (int64_t d = t->ndim - 1, rest = i; d >= 0; d--) {
+      idx[d] = rest % t->shape[d]; /* no dimension is 0: element i exists */
+      rest /= t->shape[d];
     }
-    problem(pr, "tensor '%s' holds %s at [%s]; weights must be finite numbers", q,
+    char at[32 * CTXRT_MAX_DIMS];
+    ctxrt__format_shape(at, sizeof at, t->ndim, idx);
+    problem(pr, "tensor '%s' holds %s at %s; weights must be finite numbers", q,
             isnan(t->data[i]) ? "NaN" : t->data[i] > 0 ? "inf" : "-inf", at);
     return;
   }

@@ -103,29 +103,6 @@ static bool is_leaf_test(const IlirKernel *k, const IlirExpr *c, const IlirVar *
          c->a->a->kind == ILIR_VAR && c->a->a->var == n;
 }
 
-static bool expr_reads_num_deps(const IlirKernel *k, const IlirExpr *e, const IlirVar *n) {
-  if (!e) return false;
-  if (e->kind == ILIR_LOAD && e->buf == k->num_deps_buf && e->a->kind == ILIR_VAR &&
-      e->a->var == n)
-    return true;
-  return expr_reads_num_deps(k, e->a, n) || expr_reads_num_deps(k, e->b, n) ||
-         expr_reads_num_deps(k, e->c, n) || expr_reads_num_deps(k, e->lo, n) ||
-         expr_reads_num_deps(k, e->hi, n);
-}
-
-/* Does [b] read num_deps[n]? */
-static bool reads_num_deps(const IlirKernel *k, const IlirBlock *b, const IlirVar *n) {
-  for (int i = 0; i < b->n; i++) {
-    const IlirStmt *s = b->stmts[i];
-    if (expr_reads_num_deps(k, s->lo, n) || expr_reads_num_deps(k, s->hi, n) ||
-        expr_reads_num_deps(k, s->index, n) || expr_reads_num_deps(k, s->value, n) ||
-        expr_reads_num_deps(k, s->cond, n) || reads_num_deps(k, &s->body, n) ||
-        reads_num_deps(k, &s->then, n) || reads_num_deps(k, &s->els, n))
-      return true;
-  }
-  return false;
-}
-
 static IlirBlock one(CtxArena *a, IlirStmt *s) {
   IlirBlock b = {CTX_NEW_ARRAY(a, IlirStmt *, 1), 1};
   b.stmts[0] = s;
@@ -192,7 +169,7 @@ static void specialize_leaf_level(CtxArena *a, IlirKernel *k) {
   if (levels->body.n != 1) return;
   const IlirStmt *nodes = levels->body.stmts[0];
   if (nodes->kind != ILIR_LOOP || nodes->loop != ILIR_LOOP_NODES ||
-      !reads_num_deps(k, &nodes->body, nodes->var))
+      !ilir_block_reads(&nodes->body, k->num_deps_buf))
     return;
   IlirExpr *first_inner = ilir_binary(a, ILIR_GT, ilir_arg(a, 1), ilir_const_i(a, 0));
   IlirStmt **body = CTX_NEW_ARRAY(a, IlirStmt *, k->body.n + 1);

@@ -188,31 +188,22 @@ static bool finite(const IlirKernel *k, const IlirExpr *e) {
   return e->kind == ILIR_LOAD && k->bufs[e->buf].kind == ILIR_BUF_PARAM;
 }
 
-static IlirExpr *zero_expr(const Zero *Z, const IlirExpr *e) {
+static IlirExpr *zero_expr(const Zero *Z, IlirExpr *e) {
   if (!e) return NULL;
   if (e->kind == ILIR_LOAD && Z->zero[e->buf]) return ilir_const_f(Z->a, 0.0f);
   IlirExpr *x = zero_expr(Z, e->a), *y = zero_expr(Z, e->b), *c = zero_expr(Z, e->c);
-  IlirExpr *zero = NULL;
-  if (e->kind == ILIR_BINARY && e->type == ILIR_F32) {
-    if (e->op == ILIR_MUL && ((is_zero(x) && finite(Z->k, y)) || (is_zero(y) && finite(Z->k, x))))
-      zero = x;
-    else if ((e->op == ILIR_ADD || e->op == ILIR_SUB) && is_zero(y))
-      return x;
-    else if (e->op == ILIR_ADD && is_zero(x))
-      return y;
-  } else if (e->kind == ILIR_REDUCE && e->op == ILIR_SUM &&
-             (is_zero(x) || empty_range(e->lo, e->hi))) {
+  bool f32 = e->kind == ILIR_BINARY && e->type == ILIR_F32;
+  if ((f32 && e->op == ILIR_MUL &&
+       ((is_zero(x) && finite(Z->k, y)) || (is_zero(y) && finite(Z->k, x)))) ||
+      (e->kind == ILIR_REDUCE && e->op == ILIR_SUM && (is_zero(x) || empty_range(e->lo, e->hi))))
     return ilir_const_f(Z->a, 0.0f);
-  } else if (e->kind == ILIR_UNARY && e->op == ILIR_NEG && is_zero(x)) {
+  if (f32 && (e->op == ILIR_ADD || e->op == ILIR_SUB) && is_zero(y)) return x;
+  if (f32 && e->op == ILIR_ADD && is_zero(x)) return y;
+  if ((e->kind == ILIR_UNARY && e->op == ILIR_NEG && is_zero(x)) ||
+      (e->kind == ILIR_SELECT && is_zero(x) && is_zero(y)))
     return x;
-  } else if (e->kind == ILIR_SELECT && is_zero(x) && is_zero(y)) {
-    return x;
-  }
-  if (zero) return ilir_const_f(Z->a, 0.0f);
-  IlirExpr *copy = CTX_NEW(Z->a, IlirExpr); /* expressions may be shared */
-  *copy = *e;
-  copy->a = x, copy->b = y, copy->c = c;
-  return copy;
+  e->a = x, e->b = y, e->c = c; /* sched_no_deps_body's block is a copy of its own */
+  return e;
 }
 
 /* Marks the buffers [b] stores into (*stored) and those it stores anything
