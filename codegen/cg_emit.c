@@ -422,11 +422,12 @@ void cg_emit_barrier(CgEmit *E, LLVMValueRef skip) {
  * llvm.loop.vectorize.enable when [vectorize] (a vector loop of the
  * schedule: LLVM's loop vectorizer then vectorizes it where it is legal
  * whatever its cost model says), llvm.loop.interleave.count when
- * [interleave] > 1. */
-static void loop_hints(CgEmit *E, LLVMBasicBlockRef latch, bool vectorize, int interleave) {
+ * [interleave] > 1, llvm.loop.unroll.disable when not [unroll]. */
+void cg_loop_hints(CgEmit *E, LLVMBasicBlockRef latch, bool vectorize, int interleave,
+                   bool unroll) {
   static const char on_key[] = "llvm.loop.vectorize.enable", il_key[] = "llvm.loop.interleave.count",
-                    loop[] = "llvm.loop";
-  LLVMMetadataRef self = LLVMTemporaryMDNode(E->ctx, NULL, 0), ops[3] = {self};
+                    nu_key[] = "llvm.loop.unroll.disable", loop[] = "llvm.loop";
+  LLVMMetadataRef self = LLVMTemporaryMDNode(E->ctx, NULL, 0), ops[4] = {self};
   int n = 1;
   if (vectorize) {
     LLVMMetadataRef on[2] = {LLVMMDStringInContext2(E->ctx, on_key, sizeof on_key - 1),
@@ -437,6 +438,10 @@ static void loop_hints(CgEmit *E, LLVMBasicBlockRef latch, bool vectorize, int i
     LLVMMetadataRef il[2] = {LLVMMDStringInContext2(E->ctx, il_key, sizeof il_key - 1),
                              LLVMValueAsMetadata(LLVMConstInt(E->i32, (unsigned)interleave, 0))};
     ops[n++] = LLVMMDNodeInContext2(E->ctx, il, 2);
+  }
+  if (!unroll) {
+    LLVMMetadataRef nu = LLVMMDStringInContext2(E->ctx, nu_key, sizeof nu_key - 1);
+    ops[n++] = LLVMMDNodeInContext2(E->ctx, &nu, 1);
   }
   if (n == 1) {
     LLVMDisposeTemporaryMDNode(self);
@@ -449,10 +454,11 @@ static void loop_hints(CgEmit *E, LLVMBasicBlockRef latch, bool vectorize, int i
                   LLVMMetadataAsValue(E->ctx, id));
 }
 
-static bool has_transcendental(const IlirExpr *e) {
-  return e && ((e->kind == ILIR_UNARY &&
-                (e->op == ILIR_SIGMOID || e->op == ILIR_TANH || e->op == ILIR_EXP)) ||
-               has_transcendental(e->a) || has_transcendental(e->b) || has_transcendental(e->c));
+int cg_transcendentals(const IlirExpr *e) {
+  if (!e) return 0;
+  bool self = e->kind == ILIR_UNARY &&
+              (e->op == ILIR_SIGMOID || e->op == ILIR_TANH || e->op == ILIR_EXP);
+  return self + cg_transcendentals(e->a) + cg_transcendentals(e->b) + cg_transcendentals(e->c);
 }
 
 /* The interleave count for the loop [s] on the CPU: 4 for an innermost
@@ -474,7 +480,7 @@ static int interleave_count(const CgEmit *E, const IlirStmt *s) {
   for (int i = 0; i < s->body.n; i++) {
     const IlirStmt *c = s->body.stmts[i];
     if (c->kind != ILIR_STORE) return 1;
-    any |= has_transcendental(c->value);
+    any |= cg_transcendentals(c->value) > 0;
   }
   return any ? 4 : 1;
 }
@@ -663,7 +669,7 @@ static void emit_loop(CgEmit *E, const IlirStmt *s) {
   E->level = outer_level;
   if (s->loop == ILIR_LOOP_LEVELS && !E->failed) cg_emit_barrier(E, barrier_skippable(E, L.iv));
   LLVMBasicBlockRef latch = cg_loop_close(E, &L);
-  if (!E->failed) loop_hints(E, latch, s->loop == ILIR_LOOP_VECTOR, interleave_count(E, s));
+  if (!E->failed) cg_loop_hints(E, latch, s->loop == ILIR_LOOP_VECTOR, interleave_count(E, s), true);
   if (s->loop == ILIR_LOOP_PARALLEL && !E->failed) cg_emit_barrier(E, NULL);
   if (s->loop == ILIR_LOOP_NODES && !E->level && !E->failed) cg_emit_barrier(E, NULL);
   if (!E->failed) E->vars[s->var->id] = NULL;

@@ -44,6 +44,11 @@ LLVMValueRef cg_const_i64(CgEmit *E, long v);
 void cg_loop_open(CgEmit *E, CgLoop *L, LLVMValueRef lo, LLVMValueRef hi, const char *name);
 LLVMBasicBlockRef cg_loop_close_by(CgEmit *E, CgLoop *L, long step);
 LLVMBasicBlockRef cg_loop_close(CgEmit *E, CgLoop *L);
+/* LLVM's hints for the loop closed by [latch]'s branch (cg_emit.c). */
+void cg_loop_hints(CgEmit *E, LLVMBasicBlockRef latch, bool vectorize, int interleave,
+                   bool unroll);
+/* The sigmoids, tanhs and exps in [e]. */
+int cg_transcendentals(const IlirExpr *e);
 
 /* [v] takes the value [val] in what is emitted next; false after an ICE. */
 bool cg_bind_var(CgEmit *E, const IlirVar *v, LLVMValueRef val);
