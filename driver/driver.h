@@ -69,6 +69,7 @@ typedef struct {
   CtxTarget target;     /* --target cpu|cuda */
   const char *gpu_arch; /* --gpu-arch sm_80|sm_86|sm_89|sm_90 (default sm_90) */
   bool gpu_on_cpu;      /* --on-cpu: the cuda-scheduled kernel on the CPU backend */
+  long l2;              /* --l2 SIZE: the L2 per core the cpu kernel is for (0: this host's) */
   int error_limit;
   const char **files;
   int nfiles;

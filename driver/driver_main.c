@@ -35,6 +35,9 @@ typedef struct {
   "  --gpu-arch ARCH    sm_80, sm_86, sm_89 or sm_90 (default) for --target cuda\n" \
   "  --on-cpu           --target cuda's scheduled kernel on the CPU backend (bound\n" \
   "                     loops as ordinary loops, block barriers as nothing)\n"     \
+  "  --l2 SIZE          the L2 cache per core the cpu kernel is for (bytes, or\n"   \
+  "                     with K or M: 2M; default: this host's): levels whose\n"    \
+  "                     weights exceed it get wide register tiles\n"               \
   "  --disable=OPT,...  turn optimizations off: concat-split, product-ops,\n"      \
   "                     interchange, specialize-leaf, register-tile,\n"            \
   "                     vector-math, cse, hoist-products, dense-scratch,\n"        \
@@ -322,6 +325,19 @@ static bool parse_int(const char *s, int *out) {
   return true;
 }
 
+/* --l2's SIZE: bytes, or a number with K or M (KiB, MiB), from 1K to 1G. */
+static bool parse_size(const char *s, long *out) {
+  char *end;
+  long v = strtol(s, &end, 10);
+  int shift = *end == 'K' ? 10 : *end == 'M' ? 20 : 0;
+  if (*s < '0' || *s > '9' || (shift && *++end) || *end || v <= 0 || v > (1L << 30) >> shift)
+    return false;
+  v <<= shift;
+  if (v < 1024) return false;
+  *out = v;
+  return true;
+}
+
 static int parse_dump(const Verb *v, CtxOptions *o, const char *val) {
   if (strcmp(val, "tokens") == 0) o->dump = DUMP_TOKENS;
   else if (strcmp(val, "ast") == 0) o->dump = DUMP_AST;
@@ -397,6 +413,10 @@ static int parse_args(const Verb *v, int argc, char **argv, CtxOptions *o) {
       o->gpu_arch = val;
     } else if (strcmp(a, "--on-cpu") == 0) {
       o->gpu_on_cpu = true;
+    } else if ((val = option_value(argc, argv, &i, "--l2", &missing))) {
+      if (missing || !parse_size(val, &o->l2))
+        return usage_error(v, "option '--l2' needs a size from 1K to 1G (bytes, or a number "
+                              "with K or M), found '%s'", missing ? "" : val);
     } else if ((val = option_value(argc, argv, &i, "--error-limit", &missing))) {
       if (missing || !parse_int(val, &o->error_limit))
         return usage_error(v, "option '--error-limit' needs a number, found '%s'", val);

@@ -126,7 +126,7 @@ double ctx_tune_now(void) {
 static int run_ctx(const TuneCtx *T, const char *const *args, int nargs, const char *log,
                    double limit_s) {
   const CtxOptions *o = T->opts;
-  int n = 0, cap = 8 + nargs + o->tune.nfwd + 2 * o->ndefines;
+  int n = 0, cap = 9 + nargs + o->tune.nfwd + 2 * o->ndefines;
   char **argv = ctx_xmalloc((size_t)cap * sizeof(char *));
   char (*defs)[128] = ctx_xmalloc((size_t)(o->ndefines + 1) * sizeof *defs);
   argv[n++] = (char *)T->self;
@@ -137,6 +137,11 @@ static int run_ctx(const TuneCtx *T, const char *const *args, int nargs, const c
     argv[n++] = defs[k];
   }
   for (int k = 0; k < o->tune.nfwd; k++) argv[n++] = (char *)o->tune.fwd[k];
+  char l2[32];
+  if (o->l2) { /* the kernels' tiles as the tuner's own plan sizes them */
+    snprintf(l2, sizeof l2, "--l2=%ld", o->l2);
+    argv[n++] = l2;
+  }
   for (int k = 0; k < nargs; k++) argv[n++] = (char *)args[k];
   argv[n] = NULL;
   int status = -1;

@@ -21,7 +21,7 @@ typedef struct {
   void (*set)(SchedPlan *p, int v);
 } Knob;
 
-static const int tile_nodes[] = {0, 1, 2, 3, 4, 5, 6, 8};
+static const int tile_nodes[] = {0, 1, 2, 3, 4, 5, 6, 8, 10, 12};
 static const int tile_outs[] = {16, 32, 48, 64, 96, 128, 192, 256};
 enum { NTN = sizeof tile_nodes / sizeof *tile_nodes, NTO = sizeof tile_outs / sizeof *tile_outs };
 
@@ -595,6 +595,7 @@ int ctx_tune(CtxSession *s) {
   }
   Search S = {.T = &T, .best = -1, .tty = isatty(2)};
   S.def.plan = sched_default_plan(p->disabled, 0, 0);
+  S.def.plan.l2_bytes = o->l2;
   /* the products as register tiling sees them: before direct-results moves
    * their outputs into result rows */
   SchedPlan before = S.def.plan;

@@ -137,7 +137,7 @@ IlirKernel *ctx_pipeline_kernel(CtxSession *s, const RaProgram *p) {
 #endif
   SchedPlan plan = sch ? sched_schedule_plan(&s->diag, sch, p->disabled)
                        : sched_default_plan(p->disabled, vl, regs);
-  plan.vec_floats = vl, plan.vec_regs = regs;
+  plan.vec_floats = vl, plan.vec_regs = regs, plan.l2_bytes = s->opts.l2;
   if (!k || !sched_apply(s->arena, &s->diag, k, &plan)) return NULL;
   if (s->opts.dump == DUMP_SCHEDULE) {
     CtxBuf b;
@@ -186,6 +186,7 @@ static void check_schedules(CtxSession *s, const AstFile *f, const RaProgram *p)
     if (!sch || sch->target != SCHED_CPU) continue;
     IlirKernel *k = ilir_lower(s->arena, &s->diag, p);
     SchedPlan plan = sched_schedule_plan(&s->diag, sch, p->disabled);
+    plan.l2_bytes = s->opts.l2;
     if (k) sched_apply(s->arena, &s->diag, k, &plan);
   }
 }

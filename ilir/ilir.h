@@ -294,7 +294,7 @@ bool ilir_is_view(const IlirExpr *e);
 /* A register tile's products (IlirStmt): its leading output loops, each one
  * store of a sum of terms; the epilogue loops follow them. At most
  * ILIR_TILE_MAX_PRODUCTS of them, over at most ILIR_TILE_MAX_ROWS rows. */
-enum { ILIR_TILE_MAX_PRODUCTS = 2, ILIR_TILE_MAX_ROWS = 8 };
+enum { ILIR_TILE_MAX_PRODUCTS = 2, ILIR_TILE_MAX_ROWS = 12 };
 typedef struct {
   const IlirStmt *loop[ILIR_TILE_MAX_PRODUCTS]; /* for j in [0, J) { out[idx] = T } */
   int n;

@@ -84,6 +84,9 @@ typedef struct {
                                   P = WM [A; B]): rows x outputs; 0: tile_nodes x tile_outs */
   int vec_floats, vec_regs;    /* the vector registers of the CPU the kernel is for
                                   (codegen.h, cg_cpu_vectors); 0: this host's */
+  long l2_bytes;               /* its L2 cache per core, which levels' weights that
+                                  exceed take wide tiles (sched_apply.c,
+                                  wide_products); 0: this host's (`--l2`) */
   const char *row_axes[2];     /* set by sched_apply: the rows' and outputs' axes of the
                                   first such product tiled (--dump=schedule names them) */
   int unroll_recursion;        /* levels loops in phases of up to this many levels,
@@ -126,6 +129,9 @@ SchedPlan sched_default_plan(unsigned disabled, int vec_floats, int vec_regs);
  * cg_features_vectors): 32 of 16 floats with AVX-512, 16 of 8 with AVX, 16
  * of 4 otherwise; for plans that do not name them (vec_floats 0). */
 void sched_host_vectors(int *floats, int *regs);
+/* This host's L2 cache per core in bytes (sysconf, else sysfs); 0 when
+ * neither says. */
+long sched_host_l2(void);
 
 /* The plan of the checked schedule [s] for the CPU (sched_plan.c); with
  * [disabled] for what is not a schedule's choice. Directives it cannot apply

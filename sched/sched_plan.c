@@ -295,9 +295,9 @@ SchedPlan sched_schedule_plan(CtxDiag *diag, const Schedule *s, unsigned disable
                                       "(node, AXIS) and a matrix operator's own over (ROWS, "
                                       "AXIS): write OP: tile(node, i) by (NB, NO)");
         plan.failed = true;
-      } else if (d->factors[0] > 8 || d->factors[1] > 256) {
-        ctx_diag_error(diag, d->span, "a register tile holds at most 8 %s x 256 outputs",
-                       level ? "nodes" : "rows");
+      } else if (d->factors[0] > ILIR_TILE_MAX_ROWS || d->factors[1] > 256) {
+        ctx_diag_error(diag, d->span, "a register tile holds at most %d %s x 256 outputs",
+                       ILIR_TILE_MAX_ROWS, level ? "nodes" : "rows");
         plan.failed = true;
       } else if (!level && !d->op) { /* products inside a node */
         plan.row_tile_rows = (int)d->factors[0];
