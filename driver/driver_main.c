@@ -330,8 +330,8 @@ static bool parse_size(const char *s, long *out) {
   char *end;
   long v = strtol(s, &end, 10);
   int shift = *end == 'K' ? 10 : *end == 'M' ? 20 : 0;
-  if (*s < '0' || *s > '9' || (shift && *++end) || *end || v <= 0 || v > (1L << 30) >> shift)
-    return false;
+  if (shift) end++;
+  if (*s < '0' || *s > '9' || *end || v <= 0 || v > (1L << 30) >> shift) return false;
   v <<= shift;
   if (v < 1024) return false;
   *out = v;

@@ -408,6 +408,7 @@ typedef struct {
   IlirKernel *k;
   SchedPlan *plan;
   int npacks; /* PACKED buffers added */
+  long l2;        /* the plan's L2 per core in bytes, or this host's (0: unknown) */
   bool in_levels; /* inside a levels loop */
   bool *wide;     /* per buffer: its product takes the wide tile (wide_products); NULL: none */
 } Tiler;
@@ -466,14 +467,14 @@ static long panel_width(const SchedPlan *plan, int nb, long tile_outs) {
 
 /* The register tile of a product storing into [buf]: its operator's `OP:
  * tile` sizes when a schedule gave them, else the plan's. */
-static void tile_shape(const SchedPlan *plan, int buf, int *nb, int *no) {
-  bool own = plan->tile_nb && buf < plan->nsets && plan->tile_nb[buf] > 0;
-  *nb = own ? plan->tile_nb[buf] : plan->tile_nodes;
-  *no = own ? plan->tile_no[buf] : plan->tile_outs;
-}
-
 static bool own_shape(const SchedPlan *plan, int buf) {
   return plan->tile_nb && buf < plan->nsets && plan->tile_nb[buf] > 0;
+}
+
+static void tile_shape(const SchedPlan *plan, int buf, int *nb, int *no) {
+  bool own = own_shape(plan, buf);
+  *nb = own ? plan->tile_nb[buf] : plan->tile_nodes;
+  *no = own ? plan->tile_no[buf] : plan->tile_outs;
 }
 
 /* The wide tile (wide_products): two vectors of outputs and as many rows as
@@ -602,17 +603,18 @@ static int product_terms(Tiler *T, const IlirStmt *nodes, const IlirStmt *s, Ter
  * of two products, where 12 rows do not fit) and that no `OP: tile` sizes;
  * NULL when none does. */
 static bool *wide_products(Tiler *T, const IlirStmt *nodes) {
-  long l2 = T->plan->l2_bytes > 0 ? T->plan->l2_bytes : sched_host_l2();
-  if (!T->in_levels || l2 <= 0) return NULL;
+  if (!T->in_levels || T->l2 <= 0) return NULL;
   enum { MAX_BLOCKS = 64 };
   WeightBlock block[MAX_BLOCKS];
-  int nblocks = 0;
+  int nblocks = 0, n = nodes->body.n;
+  int *nterms = CTX_NEW_ARRAY(T->a, int, (size_t)n + 1);
+  int *at = CTX_NEW_ARRAY(T->a, int, (size_t)n * MAX_TERMS + 1); /* each term's block */
   long bytes = 0;
   Term parts[MAX_TERMS];
-  for (int i = 0; i < nodes->body.n; i++) {
-    int n = product_terms(T, nodes, nodes->body.stmts[i], parts);
-    for (int t = 0; t < n; t++) {
-      IlirPack *pk = &parts[t].pack;
+  for (int i = 0; i < n; i++) {
+    nterms[i] = product_terms(T, nodes, nodes->body.stmts[i], parts);
+    for (int t = 0; t < nterms[i]; t++) {
+      const IlirPack *pk = &parts[t].pack;
       int b = 0;
       while (b < nblocks && !(block[b].param == parts[t].param && block[b].off == pk->off &&
                               block[b].stride == pk->stride))
@@ -623,18 +625,15 @@ static bool *wide_products(Tiler *T, const IlirStmt *nodes) {
         bytes += pk->rows * pk->cols * (long)sizeof(float);
       }
       block[b].readers++;
+      at[i * MAX_TERMS + t] = b;
     }
   }
-  if (bytes <= l2) return NULL;
+  if (bytes <= T->l2) return NULL;
   bool *wide = CTX_NEW_ARRAY(T->a, bool, (size_t)T->k->nbufs), any = false;
-  for (int i = 0; i < nodes->body.n; i++) {
-    const IlirStmt *s = nodes->body.stmts[i];
-    int n = product_terms(T, nodes, s, parts), own = 0;
-    for (int t = 0; t < n; t++)
-      for (int b = 0; b < nblocks; b++)
-        own += block[b].param == parts[t].param && block[b].off == parts[t].pack.off &&
-               block[b].stride == parts[t].pack.stride && block[b].readers == 1;
-    if (n > 0 && own == n) wide[s->body.stmts[0]->buf] = any = true;
+  for (int i = 0; i < n; i++) {
+    bool alone = nterms[i] > 0;
+    for (int t = 0; t < nterms[i]; t++) alone &= block[at[i * MAX_TERMS + t]].readers == 1;
+    if (alone) wide[nodes->body.stmts[i]->body.stmts[0]->buf] = any = true;
   }
   return any ? wide : NULL;
 }
@@ -816,7 +815,7 @@ static void tile_rows(Tiler *T, IlirBlock *b) {
       s->tile_nodes = rows ? plan->row_tile_rows : plan->tile_nodes;
       s->tile_outs = rows ? plan->row_tile_outs : plan->tile_outs;
       if (ilir_tiled_parts(T->k, s, &outs, &store) && tile_allowed(T, store->buf)) {
-        if (plan->tile_nb && store->buf < plan->nsets && plan->tile_nb[store->buf] > 0)
+        if (own_shape(plan, store->buf))
           tile_shape(plan, store->buf, &s->tile_nodes, &s->tile_outs);
         if (!plan->row_axes[0])
           plan->row_axes[0] = s->var->name, plan->row_axes[1] = outs->var->name;
@@ -829,7 +828,7 @@ static void tile_rows(Tiler *T, IlirBlock *b) {
 }
 
 static void register_tile(CtxArena *a, IlirKernel *k, SchedPlan *plan) {
-  Tiler T = {a, k, plan, 0, false, NULL};
+  Tiler T = {a, k, plan, 0, plan->l2_bytes > 0 ? plan->l2_bytes : sched_host_l2(), false, NULL};
   if (plan->tile_nodes > 0 && plan->tile_outs > 0) tile_block(&T, &k->body);
   tile_rows(&T, &k->body);
 }
