@@ -649,6 +649,7 @@ static void emit_loop(CgEmit *E, const IlirStmt *s) {
     cg_emit_tiled(E, s);
     return;
   }
+  if (cg_emit_row_dots(E, s)) return;
   LLVMValueRef lo = cg_emit_expr(E, s->lo), hi = cg_emit_expr(E, s->hi);
   if (s->loop == ILIR_LOOP_NODES && s->team_lo) { /* this thread's share of the level, in [lo, hi) */
     LLVMValueRef tlo = cg_emit_expr(E, s->team_lo), thi = cg_emit_expr(E, s->team_hi);

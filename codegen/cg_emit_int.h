@@ -69,5 +69,8 @@ long cg_pack_panel(const IlirPack *pk);
 
 /* The register-tiled product [s] (cg_tile.c). */
 void cg_emit_tiled(CgEmit *E, const IlirStmt *s);
+/* The loop [s] when it is a matrix-vector product over contiguous rows,
+ * vl outputs at a time (cg_rowdot.c); false, nothing emitted, otherwise. */
+bool cg_emit_row_dots(CgEmit *E, const IlirStmt *s);
 
 #endif

@@ -499,6 +499,74 @@ START_TEST(register_tile) {
 }
 END_TEST
 
+/* ---- matrix-vector products over contiguous rows (cg_rowdot.c) ---------------- */
+
+enum { RN = 3, RR = 48 };
+
+/* out[n * I + i] = sum(r in [0, R)) m[(n * I + i) * R + r] * x[n * R + r],
+ * R = RR, m a node's matrix and x a vector of its own; with [to_self] x is
+ * out itself (I = R): the sums read the outputs' buffer, which the blocked
+ * code must leave to the plain loop. The kernel's optimized IR goes to [ir]. */
+static void row_dot_kernel(T *t, long I, bool to_self, CtxBuf *ir) {
+  int m = buf(t, "m", ILIR_BUF_SCRATCH, I * RR);
+  int x = buf(t, "x", ILIR_BUF_SCRATCH, RR);
+  int lv = buf(t, "levels", ILIR_BUF_LEVELS, 1);
+  int out = buf(t, "f.result", ILIR_BUF_RESULT, I);
+  IlirVar *n = var(t, "n"), *i = var(t, "i"), *r = var(t, "r");
+  IlirExpr *row = bin(t, ILIR_ADD, bin(t, ILIR_MUL, vr(t, n), ci(t, I)), vr(t, i));
+  IlirExpr *mrow = bin(t, ILIR_ADD, bin(t, ILIR_MUL, vr(t, n), ci(t, I * RR)),
+                       bin(t, ILIR_MUL, vr(t, i), ci(t, RR)));
+  IlirExpr *mm = ld(t, m, bin(t, ILIR_ADD, mrow, vr(t, r)));
+  IlirExpr *xr = ld(t, to_self ? out : x,
+                    bin(t, ILIR_ADD, bin(t, ILIR_MUL, vr(t, n), ci(t, RR)), vr(t, r)));
+  IlirExpr *sum = red(t, ILIR_SUM, r, ci(t, 0), ci(t, RR), bin(t, ILIR_MUL, mm, xr));
+  levels_around(t, lv, n, loop(t, i, ci(t, 0), ci(t, I), store(t, out, row, sum)));
+  ck_assert(ilir_verify(t->k, &t->diag));
+  ctx_buf_init(ir);
+  ck_assert(cg_emit_llvm(ir, t->k, NULL, &t->diag));
+}
+
+/* As many outputs as the host's vectors have lanes at a time (cg_rowdot.c's
+ * loops in the IR), and the sums are right. A loop whose sums read the
+ * outputs' buffer, or whose outputs are not a multiple of the lanes, stays a
+ * plain loop (and is right too: the sums over out, zero, are zero). */
+START_TEST(row_dots_blocked) {
+  int vl, regs;
+  cg_cpu_vectors(NULL, &vl, &regs);
+  const struct { long I; bool to_self; } cases[] = {{32, false}, {RR, true}, {36, false}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    T t;
+    t_init(&t, "ctx_row_dot_kernel");
+    CtxBuf ir;
+    long I = cases[c].I;
+    row_dot_kernel(&t, I, cases[c].to_self, &ir);
+    bool folded = strstr(ctx_buf_str(&ir), "rowdot.") != NULL; /* cg_rowdot.c's loops */
+    bool want_folded = !cases[c].to_self && I % vl == 0 && RR % vl == 0;
+    ck_assert_msg(folded == want_folded, "case %zu: folded %d (%d lanes)", c, folded, vl);
+    ctx_buf_free(&ir);
+    CgJit *jit;
+    CgKernelFn fn = compile(&t, &jit);
+    static float m[RN * RR * RR], x[RN * RR], out[(RN + 1) * RR];
+    for (long k = 0; k < RN * I * RR; k++) m[k] = (float)((k * 37) % 101) / 50.0f - 1.0f;
+    for (int k = 0; k < RN * RR; k++) x[k] = (float)((k * 53) % 89) / 45.0f - 1.0f;
+    memset(out, 0, sizeof out);
+    int32_t lvl[2] = {0, RN};
+    void *bufs[] = {m, x, lvl, out};
+    fn(bufs, RN, 1, 0, 1, NULL, NULL);
+    for (int n = 0; n < RN; n++)
+      for (long i = 0; i < I; i++) {
+        double want = 0;
+        for (int r = 0; r < RR && !cases[c].to_self; r++)
+          want += (double)m[(n * I + i) * RR + r] * x[n * RR + r];
+        ck_assert_msg(close_to(out[n * I + i], want), "case %zu n=%d i=%ld: %g, want %g", c, n,
+                      i, (double)out[n * I + i], want);
+      }
+    cg_jit_free(jit);
+    t_done(&t);
+  }
+}
+END_TEST
+
 /* ---- the inline exp, tanh and sigmoid (cg_math.c) against libm --------------- */
 
 enum { NM = 8000 };
@@ -719,6 +787,7 @@ static Suite *codegen_suite(void) {
   tcase_add_test(tc, if_on_num_deps);
   tcase_add_test(tc, threads_agree);
   tcase_add_test(tc, register_tile);
+  tcase_add_test(tc, row_dots_blocked);
   tcase_add_test(tc, vector_math_accuracy);
   tcase_add_test(tc, gathered_rows_prefetched);
   tcase_add_test(tc, rows_through_deps_not_prefetched);
