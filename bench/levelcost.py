@@ -14,8 +14,9 @@ the seeded ones serve):
 - at the bench's H (256; mvrnn 64) it adds what the threads' shares of a
   level differ by (the wait for the slower one).
 
-usage: bench/levelcost.py [--ctx CTX] [--rounds N] [--batch B]
-Prints a markdown table; medians of N runs of `--repeat 50` each.
+usage: bench/levelcost.py [--ctx CTX] [--rounds N] [--batch B] [--only MODEL]
+Prints a markdown table; medians of N runs of `--repeat 50` each. On a machine
+with one CPU the two-thread columns say n/a.
 """
 import argparse
 import os
@@ -48,8 +49,9 @@ def dims(model, h):
 
 
 def profile(ctx, model, h, gen, batch, threads):
-    """(levels, barriers, rest ms, kernel ms) per run of one `ctx run --profile`."""
-    cpus = "1" if threads == 1 else "0,1"
+    """(levels, barriers, rest ms, kernel ms) per run of one `ctx run --profile`:
+    one thread on the last CPU, two on the first two."""
+    cpus = str((os.cpu_count() or 1) - 1) if threads == 1 else "0,1"
     cmd = ["taskset", "-c", cpus, ctx, "run", os.path.join(ROOT, "examples", model + ".ctx")]
     cmd += dims(model, h) + ["--gen", "%s,count=%d" % (gen, batch), "--batch", str(batch),
                              "--threads", str(threads), "--repeat", "50", "--profile"]
@@ -66,25 +68,28 @@ def main():
     ap.add_argument("--ctx", default=os.path.join(ROOT, "build", "driver", "ctx"))
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--batch", type=int, default=10)
+    ap.add_argument("--only", help="the models whose name contains this")
     a = ap.parse_args()
-    if (os.cpu_count() or 1) < 2:
-        sys.exit("levelcost: needs two CPUs (the two-thread column)")
+    models = [m for m in MODELS if not a.only or a.only in m[0]]
+    if not models:
+        sys.exit("levelcost: no zoo model matches --only %s" % a.only)
+    two = (os.cpu_count() or 1) >= 2
     print("| model | H | levels | barriers | 1 thread: µs a level | 2 threads: µs a level | "
           "2 threads: share of the kernel |")
     print("|---|---|---|---|---|---|---|")
-    for model, gen in MODELS:
+    for model, gen in models:
         for h in (16, 64 if model == "mvrnn" else 256):
             cell = {}
-            for threads in (1, 2):
+            for threads in (1, 2) if two else (1,):
                 runs = [profile(a.ctx, model, h, gen, a.batch, threads) for _ in range(a.rounds)]
-                levels, barriers = runs[0][0], runs[0][1]
                 per_level = statistics.median(r[2] / r[0] * 1000 for r in runs)
                 share = statistics.median(r[2] / r[3] for r in runs)
-                cell[threads] = (levels, barriers, per_level, share)
-            levels, barriers = cell[2][0], cell[2][1]
-            print("| %s | %d | %.1f | %.1f | %.2f | %.2f | %.1f%% |" %
-                  (model, h, levels, barriers, cell[1][2], cell[2][2], 100 * cell[2][3]),
-                  flush=True)
+                cell[threads] = (runs[0][0], runs[0][1], "%.2f" % per_level,
+                                 "%.1f%%" % (100 * share))
+            levels, barriers = cell[1][0], cell[2][1] if two else cell[1][1]
+            print("| %s | %d | %.1f | %.1f | %s | %s | %s |" %
+                  (model, h, levels, barriers, cell[1][2], cell[2][2] if two else "n/a",
+                   cell[2][3] if two else "n/a"), flush=True)
 
 
 if __name__ == "__main__":
