@@ -436,32 +436,53 @@ static bool tile_streams(CgEmit *E, CgTile *T) {
  * rounds; its product 90 GFLOP/s, 83 before), H=64 unchanged (1.00x: rows
  * 256 bytes apart already spread over 16 sets). At most 16 KiB per stream,
  * half an L1: AVX-512's blocks of 64 columns (128 KiB a stream at H=128)
- * are read in place as before. */
+ * are read in place as before. A block as wide as the rows are apart (the
+ * whole matrix, AVX-512's 64 columns at H=64) is contiguous already, and is
+ * read in place too: copying it cost mvrnn H=64 7% (B=1 0.93-0.96x the time
+ * without, B=10 0.93-0.96x; 7 alternating rounds, twice). */
 enum { MAX_COPY_FLOATS = 4096 };
+
+/* How far apart y's rows are (its index's coefficient of r; a view's two
+ * matrices alike), or ILIR_NONLINEAR. */
+static long row_stride(const IlirExpr *y, const IlirVar *r) {
+  if (y->kind == ILIR_LOAD) return ilir_coef(y->a, r);
+  if (y->kind != ILIR_SELECT) return ILIR_NONLINEAR;
+  long a = row_stride(y->a, r);
+  return a == row_stride(y->b, r) ? a : ILIR_NONLINEAR;
+}
+
+/* Does stream [g] read a block of [width] floats a row that a copy would
+ * make contiguous (pack_blocks)? Not PACKED weights, nor rows [width] apart. */
+static bool needs_copy(const CgEmit *E, const CgTile *T, int g, long width) {
+  const IlirExpr *red = T->stream[g].red[0], *y = red->a->b;
+  return !reads_packed(E, y) && row_stride(y, red->var) != width;
+}
 
 static bool pack_worth(const CgEmit *E, const CgTile *T, int nb, long width) {
   const IlirStmt *s = T->nodes;
   if (E->tgt->kind != CG_TARGET_CPU || s->lo->kind != ILIR_CONST ||
       s->hi->kind != ILIR_CONST || s->hi->ival - s->lo->ival < 2L * nb)
     return false;
+  bool any = false;
   for (int g = 0; g < T->nstreams; g++) {
     const IlirExpr *red = T->stream[g].red[0], *y = red->a->b;
-    if (reads_packed(E, y)) continue;
+    if (!needs_copy(E, T, g, width)) continue;
     if (T->stream[g].n != 1 || ilir_uses(y, s->var) || red->hi->ival * width > MAX_COPY_FLOATS)
       return false;
+    any = true;
   }
-  return true;
+  return any;
 }
 
-/* Copies, for the block of outputs from i0 (width floats), every non-PACKED
- * stream's R rows into T->copy[g] (made at the function's entry on first
+/* Copies, for the block of outputs from i0 (width floats), every stream's
+ * R rows that needs_copy into T->copy[g] (made at the function's entry on first
  * use), rows width apart. */
 static void pack_blocks(CgEmit *E, CgTile *T, LLVMValueRef i0, long width, int vl) {
   T->copy_width = width;
   LLVMTypeRef vt = vec_type(E, vl);
   for (int g = 0; g < T->nstreams && !E->failed; g++) {
     const CgStreamTerms *S = &T->stream[g];
-    if (reads_packed(E, S->red[0]->a->b)) continue;
+    if (!needs_copy(E, T, g, width)) continue;
     long R = S->red[0]->hi->ival;
     if (!T->copy[g]) T->copy[g] = entry_buffer(E, R * width, "copy");
     CgStream none = {NULL, NULL, NULL};

@@ -567,6 +567,77 @@ START_TEST(row_dots_blocked) {
 }
 END_TEST
 
+/* ---- a node's matrix in a register tile: copied only when strided ---------- */
+
+enum { MN = 2, MI = 16, MK = 20 }; /* nodes, weight rows (tiled), reduction */
+
+/* out[n, i, j] = sum(k) w[i * MK + k] * m[n][k * S + j] for j < J: a node's
+ * matrix (rows S floats apart) times weights, the i loop tiled 4 rows x J
+ * outputs, as mvrnn's P = WM [A; B]. The kernel's optimized IR goes to [ir]. */
+static void matrix_kernel(T *t, long J, long S, CtxBuf *ir) {
+  int w = buf(t, "w", ILIR_BUF_PARAM, MI * MK);
+  int m = buf(t, "m", ILIR_BUF_SCRATCH, MK * S);
+  int lv = buf(t, "levels", ILIR_BUF_LEVELS, 1);
+  int out = buf(t, "f.result", ILIR_BUF_RESULT, MI * J);
+  IlirVar *n = var(t, "n"), *i = var(t, "i"), *j = var(t, "j"), *k = var(t, "k");
+  IlirExpr *wk = ld(t, w, bin(t, ILIR_ADD, bin(t, ILIR_MUL, vr(t, i), ci(t, MK)), vr(t, k)));
+  IlirExpr *mrow = bin(t, ILIR_ADD, bin(t, ILIR_MUL, vr(t, n), ci(t, MK * S)),
+                       bin(t, ILIR_MUL, vr(t, k), ci(t, S)));
+  IlirExpr *mk = ld(t, m, bin(t, ILIR_ADD, mrow, vr(t, j)));
+  IlirExpr *sum = red(t, ILIR_SUM, k, ci(t, 0), ci(t, MK), bin(t, ILIR_MUL, wk, mk));
+  IlirExpr *at = bin(t, ILIR_ADD, bin(t, ILIR_MUL, vr(t, n), ci(t, MI * J)),
+                     bin(t, ILIR_ADD, bin(t, ILIR_MUL, vr(t, i), ci(t, J)), vr(t, j)));
+  IlirStmt *rows = loop(t, i, ci(t, 0), ci(t, MI), loop(t, j, ci(t, 0), ci(t, J),
+                                                       store(t, out, at, sum)));
+  rows->tile_nodes = 4;
+  rows->tile_outs = (int)J;
+  levels_around(t, lv, n, rows);
+  ck_assert(ilir_verify(t->k, &t->diag));
+  ctx_buf_init(ir);
+  ck_assert(cg_emit_llvm(ir, t->k, NULL, &t->diag));
+}
+
+/* A block of one vector of outputs: rows a vector apart are contiguous and
+ * read in place; rows two vectors apart are copied to the stack first
+ * (cg_tile.c, pack_blocks: its "r.copy" loop). Both sum right. */
+START_TEST(node_matrix_copied_when_strided) {
+  int vl, regs;
+  cg_cpu_vectors(NULL, &vl, &regs);
+  for (long S = vl; S <= 2L * vl; S += vl) {
+    T t;
+    t_init(&t, "ctx_matrix_kernel");
+    CtxBuf ir;
+    long J = vl;
+    matrix_kernel(&t, J, S, &ir);
+    bool copied = strstr(ctx_buf_str(&ir), "r.copy") != NULL;
+    ck_assert_msg(copied == (S != J), "rows %ld apart: copied %d (%d lanes)", S, copied, vl);
+    ctx_buf_free(&ir);
+    CgJit *jit;
+    CgKernelFn fn = compile(&t, &jit);
+    static float w[MI * MK], m[MN * MK * 32], out[(MN + 1) * MI * 16];
+    for (int q = 0; q < MI * MK; q++) w[q] = (float)((q * 37) % 101) / 50.0f - 1.0f;
+    for (long q = 0; q < MN * MK * S; q++) m[q] = (float)((q * 53) % 89) / 45.0f - 1.0f;
+    memset(out, 0, sizeof out);
+    int32_t lvl[2] = {0, MN};
+    void *bufs[] = {w, m, lvl, out};
+    fn(bufs, MN, 1, 0, 1, NULL, NULL);
+    for (int n = 0; n < MN; n++)
+      for (int i = 0; i < MI; i++)
+        for (long j = 0; j < J; j++) {
+          double want = 0;
+          for (int k = 0; k < MK; k++)
+            want += (double)w[i * MK + k] * m[(n * MK + k) * S + j];
+          float got = out[(n * MI + i) * J + j];
+          ck_assert_msg(close_to(got, want), "rows %ld apart, n=%d i=%d j=%ld: %g, want %g", S,
+                        n, i, j, (double)got, want);
+        }
+    ck_assert_float_eq(out[MN * MI * J], 0);
+    cg_jit_free(jit);
+    t_done(&t);
+  }
+}
+END_TEST
+
 /* ---- the inline exp, tanh and sigmoid (cg_math.c) against libm --------------- */
 
 enum { NM = 8000 };
@@ -788,6 +859,7 @@ static Suite *codegen_suite(void) {
   tcase_add_test(tc, threads_agree);
   tcase_add_test(tc, register_tile);
   tcase_add_test(tc, row_dots_blocked);
+  tcase_add_test(tc, node_matrix_copied_when_strided);
   tcase_add_test(tc, vector_math_accuracy);
   tcase_add_test(tc, gathered_rows_prefetched);
   tcase_add_test(tc, rows_through_deps_not_prefetched);
