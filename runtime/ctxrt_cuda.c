@@ -84,7 +84,6 @@ _Static_assert((int)CU_ATTR_SM_COUNT == (int)CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_
   X(mem_free, "cuMemFree_v2", (CtxCuPtr))                                                    \
   X(host_alloc, "cuMemAllocHost_v2", (void **, size_t))                                      \
   X(host_free, "cuMemFreeHost", (void *))                                                    \
-  X(copy_htod, "cuMemcpyHtoD_v2", (CtxCuPtr, const void *, size_t))                          \
   X(copy_htod_async, "cuMemcpyHtoDAsync_v2", (CtxCuPtr, const void *, size_t, CtxCuHandle))  \
   X(copy_dtoh_async, "cuMemcpyDtoHAsync_v2", (void *, CtxCuPtr, size_t, CtxCuHandle))        \
   X(memset32_async, "cuMemsetD32Async", (CtxCuPtr, unsigned, size_t, CtxCuHandle))           \
@@ -259,7 +258,12 @@ static CtxrtStatus open_kernel(CtxrtCuda *g, CtxrtError *err) {
   return CTXRT_OK;
 }
 
-/* The weights (host data at host[b] for PARAM / PACKED buffers) in one block. */
+/* The weights (host data at host[b] for PARAM / PACKED buffers) in one block,
+ * copied on the model's stream, which is then synchronized. Not with the
+ * "synchronous" cuMemcpyHtoD: from pageable memory it returns once the data
+ * is staged, its DMA still pending on the legacy default stream, which a
+ * non-blocking stream does not wait for; the first kernel could read
+ * weights not yet written. */
 static CtxrtStatus upload_weights(CtxrtCuda *g, void *const *host, CtxrtError *err) {
   const CtxrtModelDesc *d = g->d;
   size_t total = 16;
@@ -273,10 +277,12 @@ static CtxrtStatus upload_weights(CtxrtCuda *g, void *const *host, CtxrtError *e
     if (d->bufs[b].kind != CTXRT_BUF_PARAM && d->bufs[b].kind != CTXRT_BUF_PACKED) continue;
     size_t bytes = (size_t)d->bufs[b].size * 4;
     g->dptr[b] = g->weights + at;
-    if (bytes && (r = g->api.copy_htod(g->dptr[b], host[b], bytes)))
-      return cu_fail(&g->api, r, "uploading the weights (cuMemcpyHtoD)", err);
+    if (bytes && (r = g->api.copy_htod_async(g->dptr[b], host[b], bytes, g->stream)))
+      return cu_fail(&g->api, r, "uploading the weights (cuMemcpyHtoDAsync)", err);
     at += align16(bytes);
   }
+  if ((r = g->api.stream_sync(g->stream)))
+    return cu_fail(&g->api, r, "uploading the weights (cuStreamSynchronize)", err);
   return CTXRT_OK;
 }
 

@@ -11,7 +11,10 @@
  * buffer table), which MOCK_CUDA_KERNEL_LIB names, on one thread with the
  * launch's pointer table — after checking the launch as the driver would:
  * cooperative grid within occupancy x SMs, 256-thread blocks, the barrier
- * counter zeroed, the dynamic shared memory within the opt-in limit.
+ * counter zeroed, the dynamic shared memory within the opt-in limit, no
+ * cuMemcpyHtoD still in flight on the legacy stream when the kernel runs on
+ * a non-blocking one (from pageable memory that copy returns once the data
+ * is staged, and a non-blocking stream does not wait for its DMA).
  * MOCK_CUDA_NBUFS is the kernel's buffer count (for the table check).
  */
 #include <dlfcn.h>
@@ -32,6 +35,8 @@ static struct {
   size_t size[MAX_ALLOCS];
   int n;
   int dyn_shared;
+  int legacy_pending;  /* a cuMemcpyHtoD's DMA may be pending on the legacy stream */
+  unsigned stream_flags;
 } mem;
 
 static void die(const char *what) {
@@ -127,12 +132,15 @@ CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *s, size_t n);
 CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *s, size_t n) {
   if (!inside((void *)(uintptr_t)d, n)) die("cuMemcpyHtoD outside an allocation");
   memcpy((void *)(uintptr_t)d, s, n);
+  mem.legacy_pending = 1;
   return 0;
 }
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n, void *st);
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n, void *st) {
   (void)st;
-  return cuMemcpyHtoD_v2(d, s, n);
+  if (!inside((void *)(uintptr_t)d, n)) die("cuMemcpyHtoDAsync outside an allocation");
+  memcpy((void *)(uintptr_t)d, s, n);
+  return 0;
 }
 CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, void *st);
 CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, void *st) {
@@ -150,7 +158,11 @@ CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, void *st) {
 }
 static int the_stream;
 CUresult cuStreamCreate(void **s, unsigned flags);
-CUresult cuStreamCreate(void **s, unsigned flags) { (void)flags; *s = &the_stream; return 0; }
+CUresult cuStreamCreate(void **s, unsigned flags) {
+  mem.stream_flags = flags;
+  *s = &the_stream;
+  return 0;
+}
 CUresult cuStreamDestroy_v2(void *s);
 CUresult cuStreamDestroy_v2(void *s) { return s == &the_stream ? 0 : 400; }
 CUresult cuStreamSynchronize(void *s);
@@ -173,6 +185,9 @@ CUresult cuLaunchCooperativeKernel(void *f, unsigned gx, unsigned gy, unsigned g
   for (int i = 0; i < n; i++)
     if (!inside(bufs[i], 4)) die("a buffer pointer is outside every allocation");
   if (!inside(counter, 4) || *counter != 0) die("the barrier counter is not zero");
+  if (mem.legacy_pending && (mem.stream_flags & 1)) /* CU_STREAM_NON_BLOCKING */
+    die("a launch on a non-blocking stream while a cuMemcpyHtoD may still be in flight on "
+        "the legacy stream");
   KernelFn kernel;
   *(void **)&kernel = f; /* dlsym's result (POSIX) */
   kernel(bufs, nodes, levels, 0, 1, NULL, NULL);
