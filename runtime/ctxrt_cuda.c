@@ -4,7 +4,8 @@
  * The driver is loaded at run time: dlopen("libcuda.so.1") (or the path in
  * CTXRT_CUDA_DRIVER), never linked, so a program built with the runtime
  * starts on a machine without one and gets `error: no CUDA driver
- * (libcuda.so.1 not found)` only when it creates a CUDA model. Entry points
+ * (libcuda.so.1 not found)` only when it creates a CUDA model; once loaded
+ * it stays mapped (RTLD_NODELETE) until the process exits. Entry points
  * are looked up by their versioned names (cuMemAlloc_v2, ...: the
  * unversioned ones are the 32-bit ABI). The few types and constants used are
  * declared here; where the toolkit's cuda.h is found at build time they are
@@ -131,7 +132,11 @@ static CtxrtStatus api_load(CtxrtCudaApi *api, CtxrtError *err) {
   memset(api, 0, sizeof *api);
   const char *path = getenv("CTXRT_CUDA_DRIVER");
   if (!path || !*path) path = "libcuda.so.1";
-  api->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  /* never unmapped (as CUDA's own runtime never unloads it): after cuInit
+   * the driver may have threads and exit-time handlers in the process, and
+   * unmapping its code under them can crash the process at exit, after a
+   * correct run */
+  api->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (!api->lib)
     return ctxrt__err(err, CTXRT_ERR_DEVICE, NULL, 0, "no CUDA driver (%s not found)", path);
 #define CTXRT_CUDA_LOOKUP(field, sym, args)                                                  \
