@@ -63,8 +63,11 @@ def check(a, tmp, i, model, dims, shape, extra):
     for all_nodes in (False, True):
         tail = ["--all-nodes"] if all_nodes else []
         got_p, ref_p = os.path.join(d, "got.npy"), os.path.join(d, "ref.npy")
+        # --repeat 2: more launches of the same model (the counter zeroed again,
+        # the batch's buffers reused)
         r = subprocess.run([a.gpu_run, gpu, model, "--input", inp, "--format", fmt,
-                            "--output", got_p] + tail, env=env, capture_output=True, text=True)
+                            "--output", got_p, "--repeat", "2"] + tail, env=env,
+                           capture_output=True, text=True)
         if r.returncode != 0:
             fails.append("gpu_run exit %d: %s" % (r.returncode, r.stderr.strip()))
             continue
