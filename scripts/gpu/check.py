@@ -18,6 +18,7 @@ the table (a hung kernel costs one timeout, not one per case).
     check.py BUNDLE_DIR
 """
 
+import ctypes
 import json
 import os
 import subprocess
@@ -34,6 +35,27 @@ START = time.monotonic()
 
 def left(until):
     return until - (time.monotonic() - START)
+
+
+def hold_gpu():
+    """Keeps the GPU initialized while this process lives: device 0's primary
+    context retained through the driver (ctypes). Without it, on a machine
+    whose driver is not in persistence mode, the driver deinitializes the GPU
+    each time the last client exits, and every one of the ~100 gpu_run
+    processes would pay the initialization again (1-3 s each: the ECC scrub),
+    more than the whole check's time. The context (and the libcuda handle)
+    is kept until exit. Returns a note for the log."""
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+        dev, ctx = ctypes.c_int(0), ctypes.c_void_p()
+        r = cuda.cuInit(0) or cuda.cuDeviceGet(ctypes.byref(dev), 0) or \
+            cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev)
+    except (OSError, AttributeError) as e:
+        return "GPU not held open (%s)" % e
+    if r:
+        return "GPU not held open (CUDA driver error %d)" % r
+    hold_gpu.held = (cuda, ctx)
+    return "GPU held open for the run (device 0's primary context)"
 
 
 def gpu_run(root, case, extra, timeout):
@@ -119,6 +141,7 @@ def main():
     root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(__file__))
     with open(os.path.join(root, "cases.json")) as f:
         spec = json.load(f)
+    print("check.py: " + hold_gpu())
     passed = failed = 0
     for case in spec["cases"]:
         why = check_case(root, case)
