@@ -6,6 +6,10 @@
 # cannot run here included), 77 where no CUDA driver or GPU is present.
 here=$(cd "$(dirname "$0")" && pwd)
 export LD_LIBRARY_PATH="$here/deps${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# the driver's cache of JIT-compiled kernels, in the bundle (writable: the
+# outputs go there too): each library's PTX is compiled once, not once per
+# process, whatever HOME is on that machine
+export CUDA_CACHE_PATH="${CUDA_CACHE_PATH:-$here/jit-cache}"
 [ -x "$here/gpu_run" ] || chmod +x "$here/gpu_run" 2>/dev/null
 "$here/gpu_run" --probe
 rc=$?
