@@ -16,6 +16,7 @@
  *            occupancy check (cooperative launch supported, blocks of
  *            CTXRT_CUDA_THREADS co-resident: grid <= occupancy x SMs, else a
  *            loud error, never a hang), a stream, the weights uploaded once
+ *            (on that stream, synchronized)
  *   run      the linearized batch's arrays and the device pointer table
  *            packed into one pinned buffer, one asynchronous copy, zero rows
  *            and the barrier counter set, one cooperative launch, the output
