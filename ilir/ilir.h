@@ -192,6 +192,10 @@ struct IlirStmt {
    * iterations of t x tile_outs outputs at a time in registers, and runs the
    * epilogues on each such block of outputs as soon as it is stored. */
   int tile_nodes, tile_outs;
+  /* A tiled level product whose weights the L2 cannot hold (sched_apply.c,
+   * wide_products): they stream in from the L3 at every level, and codegen
+   * prefetches them ahead in its tiles of many rows (cg_tile.c). */
+  bool tile_streams;
   IlirBind bind; /* LOOP: GPU binding (IlirBind) */
   /* A tiled NODES loop: how a team's threads share it (a schedule's
    * `parallel`): AUTO by nodes or, for a level too small to give every

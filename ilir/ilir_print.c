@@ -98,7 +98,8 @@ static void print_block(CtxBuf *out, const IlirKernel *k, const IlirBlock *b, in
         ctx_buf_putc(out, ')');
       }
       if (s->tile_nodes)
-        ctx_buf_printf(out, " register tile %d x %d", s->tile_nodes, s->tile_outs);
+        ctx_buf_printf(out, " register tile %d x %d%s", s->tile_nodes, s->tile_outs,
+                       s->tile_streams ? " streamed" : "");
       if (s->tile_nodes && s->share)
         ctx_buf_puts(out, s->share == ILIR_SHARE_OUTPUTS ? " shared by outputs"
                                                          : " shared by nodes");

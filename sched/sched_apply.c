@@ -489,10 +489,12 @@ static void wide_shape(const SchedPlan *plan, int *nb, int *no) {
 }
 
 /* The register tile of a level product storing into [buf]: tile_shape, or
- * the wide tile where wide_products chose it. */
-static void level_shape(const Tiler *T, int buf, int *nb, int *no) {
-  if (T->wide && !own_shape(T->plan, buf) && T->wide[buf]) wide_shape(T->plan, nb, no);
+ * the wide tile where wide_products chose it (then true). */
+static bool level_shape(const Tiler *T, int buf, int *nb, int *no) {
+  bool wide = T->wide && !own_shape(T->plan, buf) && T->wide[buf];
+  if (wide) wide_shape(T->plan, nb, no);
   else tile_shape(T->plan, buf, nb, no);
+  return wide;
 }
 
 /* One term of a tileable product: sum(r in [0, R)) x * W[...]. */
@@ -665,7 +667,7 @@ static IlirStmt *tile_product(Tiler *T, const IlirStmt *nodes, const IlirStmt *s
   IlirStmt *outs = ilir_loop(T->a, s->var, s->lo, s->hi, ILIR_LOOP_SERIAL, one(T->a, store));
   IlirStmt *tiled = ilir_loop(T->a, nodes->var, nodes->lo, nodes->hi, ILIR_LOOP_NODES,
                               one(T->a, outs));
-  level_shape(T, st->buf, &tiled->tile_nodes, &tiled->tile_outs);
+  tiled->tile_streams = level_shape(T, st->buf, &tiled->tile_nodes, &tiled->tile_outs);
   return tiled;
 }
 

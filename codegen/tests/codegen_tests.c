@@ -499,6 +499,57 @@ START_TEST(register_tile) {
 }
 END_TEST
 
+/* A tile of 12 rows over weights that stream from the L3 (tile_streams)
+ * prefetches them ahead (cg_tile.c, prefetch_ahead); the same tile over
+ * weights the L2 holds does not. Both sum right, on 1 and 2 threads. */
+START_TEST(streamed_tile_prefetched) {
+  for (int streams = 0; streams < 2; streams++) {
+    T t;
+    t_init(&t, "ctx_tiled_kernel");
+    tiled_kernel(&t, 32);
+    IlirStmt *nodes = t.k->body.stmts[0];
+    nodes->tile_nodes = 12;
+    nodes->tile_outs = 32;
+    nodes->tile_streams = streams;
+    CtxBuf ir;
+    ctx_buf_init(&ir);
+    ck_assert(cg_emit_llvm(&ir, t.k, NULL, &t.diag));
+    bool prefetched = strstr(ctx_buf_str(&ir), "call void @llvm.prefetch") != NULL;
+    ck_assert_msg(prefetched == (streams == 1), "streams %d: prefetched %d", streams, prefetched);
+    ctx_buf_free(&ir);
+    CgJit *jit;
+    CgKernelFn fn = compile(&t, &jit);
+    static float x[(NN + 1) * TR], y[(NN + 1) * TR], w[TI * TR], pk[TR * TI];
+    static float res[(NN + 1) * TI], act[(NN + 1) * TI];
+    for (int k = 0; k < (NN + 1) * TR; k++) {
+      x[k] = (float)((k * 41) % 97) / 48.0f - 1.0f;
+      y[k] = (float)((k * 29) % 83) / 41.0f - 1.0f;
+    }
+    const IlirPack *layout = &t.k->bufs[2].pack;
+    for (int i = 0; i < TI; i++)
+      for (int r = 0; r < TR; r++) {
+        w[i * TR + r] = (float)((i * 13 + r * 7) % 89) / 44.0f - 1.0f;
+        pk[ilir_pack_at(layout, r, i)] = w[i * TR + r];
+      }
+    void *bufs[] = {x, y, pk, res, act};
+    for (int nt = 1; nt <= 2; nt++) {
+      memset(res, 0, sizeof res);
+      run_team_nodes(fn, bufs, nt, NN);
+      for (int n = 0; n < NN; n++)
+        for (int i = 0; i < TI; i++) {
+          double want = 0;
+          for (int r = 0; r < TR; r++)
+            want += ((double)x[n * TR + r] + y[n * TR + r]) * w[i * TR + r];
+          ck_assert_msg(close_to(res[n * TI + i], want), "n=%d i=%d: %g, want %g", n, i,
+                        (double)res[n * TI + i], want);
+        }
+    }
+    cg_jit_free(jit);
+    t_done(&t);
+  }
+}
+END_TEST
+
 /* ---- matrix-vector products over contiguous rows (cg_rowdot.c) ---------------- */
 
 enum { RN = 3, RR = 48 };
@@ -858,6 +909,7 @@ static Suite *codegen_suite(void) {
   tcase_add_test(tc, if_on_num_deps);
   tcase_add_test(tc, threads_agree);
   tcase_add_test(tc, register_tile);
+  tcase_add_test(tc, streamed_tile_prefetched);
   tcase_add_test(tc, row_dots_blocked);
   tcase_add_test(tc, node_matrix_copied_when_strided);
   tcase_add_test(tc, vector_math_accuracy);
