@@ -487,6 +487,16 @@ static int interleave_count(const CgEmit *E, const IlirStmt *s) {
 
 /* ---- prefetching a node's gathered rows -------------------------------------- */
 
+void cg_emit_prefetch(CgEmit *E, LLVMValueRef at) {
+  static const char name[] = "llvm.prefetch";
+  LLVMTypeRef pt = LLVMTypeOf(at);
+  unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
+  LLVMValueRef f = LLVMGetIntrinsicDeclaration(E->mod, id, &pt, 1);
+  LLVMValueRef args[4] = {at, LLVMConstInt(E->i32, 0, 0), LLVMConstInt(E->i32, 3, 0),
+                          LLVMConstInt(E->i32, 1, 0)};
+  LLVMBuildCall2(E->b, LLVMIntrinsicGetType(E->ctx, id, &pt, 1), f, args, 4, "");
+}
+
 /* Every variable of [e] is [n] or already has a value. */
 static bool vars_known(const CgEmit *E, const IlirExpr *e, const IlirVar *n) {
   if (!e) return true;
@@ -542,18 +552,10 @@ static void prefetch_rows_in(CgEmit *E, const IlirExpr *e, const IlirStmt *inner
     E->vars[n->id] = now;
     long I = inner->hi->ival, lines = (I + 15) / 16;
     if (lines > PREFETCH_LINES) lines = PREFETCH_LINES;
-    static const char name[] = "llvm.prefetch";
-    LLVMTypeRef pt = LLVMTypeOf(E->bufs[e->buf]);
-    unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
-    LLVMValueRef f = LLVMGetIntrinsicDeclaration(E->mod, id, &pt, 1);
-    LLVMTypeRef ft = LLVMIntrinsicGetType(E->ctx, id, &pt, 1);
     for (long l = 0; l < lines; l++) {
       LLVMValueRef at = LLVMBuildAdd(E->b, row, cg_const_i64(E, l * 16), "");
       /* a plain GEP: the row of a node past the level may be any row */
-      LLVMValueRef args[4] = {LLVMBuildGEP2(E->b, E->f32, E->bufs[e->buf], &at, 1, ""),
-                              LLVMConstInt(E->i32, 0, 0), LLVMConstInt(E->i32, 3, 0),
-                              LLVMConstInt(E->i32, 1, 0)};
-      LLVMBuildCall2(E->b, ft, f, args, 4, "");
+      cg_emit_prefetch(E, LLVMBuildGEP2(E->b, E->f32, E->bufs[e->buf], &at, 1, ""));
     }
     return;
   }

@@ -73,4 +73,8 @@ void cg_emit_tiled(CgEmit *E, const IlirStmt *s);
  * vl outputs at a time (cg_rowdot.c); false, nothing emitted, otherwise. */
 bool cg_emit_row_dots(CgEmit *E, const IlirStmt *s);
 
+/* A prefetch of the cache line at [at] into L1, for reading (a plain
+ * address: it may point past a buffer, a prefetch does not fault). */
+void cg_emit_prefetch(CgEmit *E, LLVMValueRef at);
+
 #endif

@@ -187,19 +187,12 @@ enum { PREFETCH_AHEAD_BYTES = 4096, PREFETCH_ROWS = 6 };
  * prefetch does not fault). */
 static void prefetch_ahead(CgEmit *E, CgStream st, LLVMValueRef row, int iv, int vl) {
   long row_bytes = (long)iv * vl * (long)sizeof(float);
-  LLVMValueRef ahead = LLVMBuildMul(E->b, st.step, cg_const_i64(E, PREFETCH_AHEAD_BYTES / row_bytes), "");
+  LLVMValueRef rows = cg_const_i64(E, PREFETCH_AHEAD_BYTES / row_bytes);
+  LLVMValueRef ahead = LLVMBuildMul(E->b, st.step, rows, "");
   LLVMValueRef fut = LLVMBuildGEP2(E->b, E->f32, row, &ahead, 1, "ahead");
-  static const char name[] = "llvm.prefetch";
-  LLVMTypeRef pt = LLVMTypeOf(fut);
-  unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
-  LLVMValueRef f = LLVMGetIntrinsicDeclaration(E->mod, id, &pt, 1);
-  LLVMTypeRef ft = LLVMIntrinsicGetType(E->ctx, id, &pt, 1);
   for (long l = 0; l < (long)iv * vl; l += 16) {
     LLVMValueRef off = cg_const_i64(E, l);
-    LLVMValueRef args[4] = {LLVMBuildGEP2(E->b, E->f32, fut, &off, 1, ""),
-                            LLVMConstInt(E->i32, 0, 0), LLVMConstInt(E->i32, 3, 0),
-                            LLVMConstInt(E->i32, 1, 0)};
-    LLVMBuildCall2(E->b, ft, f, args, 4, "");
+    cg_emit_prefetch(E, LLVMBuildGEP2(E->b, E->f32, fut, &off, 1, ""));
   }
 }
 
