@@ -5,8 +5,13 @@ driver (mock_cuda.c), which checks every allocation, copy and launch and runs
 the CPU build of the same CUDA-scheduled kernel (`ctx build --target cuda
 --on-cpu`) in place of the PTX. Outputs are compared with `ctx run --interp`
 (docs/testing.md's float32 tolerances), for every zoo model on a batch of
-structures (roots and all nodes) and treelstm with its CUDA schedule. Prints
-one line per case and `N passed, N failed`; exits 1 on a failure.
+structures (roots and all nodes) and treelstm with its CUDA schedule, at H=8
+and at H=64, where the schedule caches 64 KB of weights in shared memory:
+above the 48 KB a kernel gets without the opt-in, which the mock (as the
+driver) refuses unless the runtime set the function's
+MAX_DYNAMIC_SHARED_SIZE_BYTES first. Each launch's dynamic shared memory is
+reported by the mock and checked against the case's bounds. Prints one line
+per case and `N passed, N failed`; exits 1 on a failure.
 
     cuda_mock.py --ctx CTX --gpu-run GPU_RUN --mock LIBMOCK.so
 """
@@ -25,17 +30,23 @@ sys.path.insert(0, os.path.join(REPO, "lang-tests", "oracle"))
 
 import make_data  # noqa: E402
 
-# model, dims, shape class, extra ctx flags
+SCHED = ["-s", os.path.join(REPO, "examples", "treelstm.cuda.sched")]
+DEFAULT_SHARED = 48 * 1024  # dynamic shared memory per block without the opt-in
+
+# model, dims, shape class, extra ctx flags, (min, max) dynamic shared memory
+# every launch must ask for
 CASES = [
-    ("treefc", {"H": 16, "V": 50}, "batch", []),
-    ("treegru", {"H": 12, "V": 50}, "batch", []),
-    ("treelstm", {"H": 16, "V": 50}, "batch", []),
-    ("treelstm", {"H": 8, "V": 50}, "random",
-     ["-s", os.path.join(REPO, "examples", "treelstm.cuda.sched")]),
-    ("mvrnn", {"H": 8, "V": 50}, "batch", []),
-    ("childsum", {"H": 12, "V": 50, "K": 4}, "tree-batch", []),
-    ("dagrnn", {"H": 16}, "dag-batch", []),
-    ("seqlstm", {"H": 16, "V": 50}, "seq-batch", []),
+    ("treefc", {"H": 16, "V": 50}, "batch", [], (0, DEFAULT_SHARED)),
+    ("treegru", {"H": 12, "V": 50}, "batch", [], (0, DEFAULT_SHARED)),
+    ("treelstm", {"H": 16, "V": 50}, "batch", [], (0, DEFAULT_SHARED)),
+    # U_iou and U_f cached: (3 * 8 * 8 + 8 * 8) * 4 bytes
+    ("treelstm", {"H": 8, "V": 50}, "random", SCHED, (1024, 1024)),
+    # (3 * 64 * 64 + 64 * 64) * 4 bytes = 64 KB: the opt-in path
+    ("treelstm", {"H": 64, "V": 50}, "random", SCHED, (65536, 65536)),
+    ("mvrnn", {"H": 8, "V": 50}, "batch", [], (0, DEFAULT_SHARED)),
+    ("childsum", {"H": 12, "V": 50, "K": 4}, "tree-batch", [], (0, DEFAULT_SHARED)),
+    ("dagrnn", {"H": 16}, "dag-batch", [], (0, DEFAULT_SHARED)),
+    ("seqlstm", {"H": 16, "V": 50}, "seq-batch", [], (0, DEFAULT_SHARED)),
 ]
 
 
@@ -43,7 +54,7 @@ def dims_args(d):
     return [x for k, v in d.items() for x in ("-D", "%s=%s" % (k, v))]
 
 
-def check(a, tmp, i, model, dims, shape, extra):
+def check(a, tmp, i, model, dims, shape, extra, shared):
     d = os.path.join(tmp, str(i))
     os.makedirs(d)
     src = os.path.join(REPO, "examples", model + ".ctx")
@@ -57,8 +68,10 @@ def check(a, tmp, i, model, dims, shape, extra):
                        check=True, capture_output=True)
     nbufs = subprocess.run([a.ctx, "check", "--target", "cuda", "--dump=ilir", src] + flags,
                            check=True, capture_output=True, text=True).stdout.count("\n  buf ")
+    report = os.path.join(d, "launches.txt")
     env = dict(os.environ, CTXRT_CUDA_DRIVER=a.mock, MOCK_CUDA_NBUFS=str(nbufs),
-               MOCK_CUDA_KERNEL_LIB=os.path.join(cpu, "lib%s.so" % model))
+               MOCK_CUDA_KERNEL_LIB=os.path.join(cpu, "lib%s.so" % model),
+               MOCK_CUDA_REPORT=report)
     fails = []
     for all_nodes in (False, True):
         tail = ["--all-nodes"] if all_nodes else []
@@ -78,6 +91,19 @@ def check(a, tmp, i, model, dims, shape, extra):
         if got.shape != ref.shape or not np.allclose(got, ref, rtol=1e-4, atol=1e-5):
             fails.append("%s differs from the interpreter" % ("all nodes" if all_nodes else
                                                               "roots"))
+    # every launch's dynamic shared memory within the case's bounds (and there
+    # were launches: two runs of --repeat 2, at least two each)
+    launched = []
+    if os.path.exists(report):
+        with open(report) as f:
+            launched = [int(line.split()[1]) for line in f if line.startswith("shared ")]
+    lo, hi = shared
+    if not fails and len(launched) < 4:
+        fails.append("%d launches reported, expected at least 4" % len(launched))
+    bad = sorted({n for n in launched if not lo <= n <= hi})
+    if bad:
+        fails.append("launches with %s bytes of dynamic shared memory, expected %d to %d"
+                     % (", ".join(map(str, bad)), lo, hi))
     return fails
 
 
@@ -89,9 +115,10 @@ def main():
     a = ap.parse_args()
     passed = failed = 0
     with tempfile.TemporaryDirectory() as tmp:
-        for i, (model, dims, shape, extra) in enumerate(CASES):
-            name = "%s %s %s" % (model, shape, " ".join(os.path.basename(x) for x in extra))
-            fails = check(a, tmp, i, model, dims, shape, extra)
+        for i, (model, dims, shape, extra, shared) in enumerate(CASES):
+            name = "%s %s %s %s" % (model, shape, " ".join("%s=%s" % kv for kv in dims.items()),
+                                    " ".join(os.path.basename(x) for x in extra))
+            fails = check(a, tmp, i, model, dims, shape, extra, shared)
             print("%s %s%s" % ("FAIL" if fails else "ok  ", name,
                                ": " + "; ".join(fails) if fails else ""))
             passed += not fails

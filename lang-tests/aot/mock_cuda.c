@@ -11,11 +11,17 @@
  * buffer table), which MOCK_CUDA_KERNEL_LIB names, on one thread with the
  * launch's pointer table — after checking the launch as the driver would:
  * cooperative grid within occupancy x SMs, 256-thread blocks, the barrier
- * counter zeroed, the dynamic shared memory within the opt-in limit, no
- * cuMemcpyHtoD still in flight on the legacy stream when the kernel runs on
- * a non-blocking one (from pageable memory that copy returns once the data
- * is staged, and a non-blocking stream does not wait for its DMA).
- * MOCK_CUDA_NBUFS is the kernel's buffer count (for the table check).
+ * counter zeroed, no cuMemcpyHtoD still in flight on the legacy stream when
+ * the kernel runs on a non-blocking one (from pageable memory that copy
+ * returns once the data is staged, and a non-blocking stream does not wait
+ * for its DMA).
+ * As the real driver, the occupancy query and the launch refuse more than
+ * 48 KB of dynamic shared memory with CUDA_ERROR_INVALID_VALUE unless the
+ * function's CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES was set to at
+ * least that amount first (cuFuncSetAttribute, up to the opt-in limit).
+ * MOCK_CUDA_NBUFS is the kernel's buffer count (for the table check); where
+ * MOCK_CUDA_REPORT names a file, each launch appends a line `shared N` (its
+ * dynamic shared memory) to it, so a test can tell which path it ran.
  */
 #include <dlfcn.h>
 #include <stdint.h>
@@ -28,13 +34,22 @@ typedef unsigned long long CUdeviceptr;
 typedef void (*KernelFn)(void *const *, int64_t, int64_t, int64_t, int64_t, void (*)(void *),
                          void *);
 
-enum { SMS = 4, PER_SM = 2, OPTIN = 232448, MAX_ALLOCS = 4096 };
+enum {
+  SMS = 4,
+  PER_SM = 2,
+  OPTIN = 232448,
+  MAX_ALLOCS = 4096,
+  DEFAULT_SHARED = 48 * 1024, /* dynamic shared memory without the opt-in */
+  INVALID_VALUE = 1,          /* CUDA_ERROR_INVALID_VALUE */
+  ATTR_MAX_DYN_SHARED = 8     /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
+};
 
 static struct {
   char *base[MAX_ALLOCS];
   size_t size[MAX_ALLOCS];
   int n;
-  int dyn_shared;
+  void *dyn_fn;        /* the function whose attribute was set, */
+  int dyn_shared;      /* to this many bytes */
   int legacy_pending;  /* a cuMemcpyHtoD's DMA may be pending on the legacy stream */
   unsigned stream_flags;
 } mem;
@@ -92,14 +107,18 @@ CUresult cuModuleUnload(void *m);
 CUresult cuModuleUnload(void *m) { dlclose(m); return 0; }
 CUresult cuFuncSetAttribute(void *f, int attr, int v);
 CUresult cuFuncSetAttribute(void *f, int attr, int v) {
-  (void)f;
-  if (attr != 8 || v > OPTIN) return 1;
-  mem.dyn_shared = v;
+  if (!f || attr != ATTR_MAX_DYN_SHARED || v < 0 || v > OPTIN) return INVALID_VALUE;
+  mem.dyn_fn = f, mem.dyn_shared = v;
   return 0;
+}
+/* May F use SHM bytes of dynamic shared memory? */
+static int shared_allowed(void *f, size_t shm) {
+  size_t limit = f && f == mem.dyn_fn ? (size_t)mem.dyn_shared : DEFAULT_SHARED;
+  return shm <= (limit > DEFAULT_SHARED ? limit : DEFAULT_SHARED);
 }
 CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, void *f, int threads, size_t shm);
 CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, void *f, int threads, size_t shm) {
-  (void)f;
+  if (!shared_allowed(f, shm)) return INVALID_VALUE;
   *n = threads == 256 && shm <= OPTIN ? PER_SM : 0;
   return 0;
 }
@@ -175,7 +194,7 @@ CUresult cuLaunchCooperativeKernel(void *f, unsigned gx, unsigned gy, unsigned g
   if (st != &the_stream || gx < 1 || gy != 1 || gz != 1 || by != 1 || bz != 1) return 1;
   if (gx > SMS * PER_SM) return 720; /* CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE */
   if (bx != 256) die("a block is not 256 threads");
-  if (shm > 48 * 1024 && (int)shm > mem.dyn_shared) die("dynamic shared memory not opted in");
+  if (!shared_allowed(f, shm)) return INVALID_VALUE; /* not opted in */
   void *const *bufs = *(void *const **)p[0];
   int64_t nodes = *(int64_t *)p[1], levels = *(int64_t *)p[2];
   unsigned *counter = *(unsigned **)p[3];
@@ -188,6 +207,10 @@ CUresult cuLaunchCooperativeKernel(void *f, unsigned gx, unsigned gy, unsigned g
   if (mem.legacy_pending && (mem.stream_flags & 1)) /* CU_STREAM_NON_BLOCKING */
     die("a launch on a non-blocking stream while a cuMemcpyHtoD may still be in flight on "
         "the legacy stream");
+  const char *report = getenv("MOCK_CUDA_REPORT");
+  FILE *rf = report ? fopen(report, "a") : NULL;
+  if (report && !rf) die("MOCK_CUDA_REPORT cannot be opened");
+  if (rf) fprintf(rf, "shared %u\n", shm), fclose(rf);
   KernelFn kernel;
   *(void **)&kernel = f; /* dlsym's result (POSIX) */
   kernel(bufs, nodes, levels, 0, 1, NULL, NULL);
@@ -196,7 +219,9 @@ CUresult cuLaunchCooperativeKernel(void *f, unsigned gx, unsigned gy, unsigned g
 }
 CUresult cuGetErrorName(CUresult r, const char **name);
 CUresult cuGetErrorName(CUresult r, const char **name) {
-  *name = r == 0 ? "CUDA_SUCCESS" : r == 720 ? "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE"
-                                             : "CUDA_ERROR_MOCK";
+  *name = r == 0               ? "CUDA_SUCCESS"
+          : r == INVALID_VALUE ? "CUDA_ERROR_INVALID_VALUE"
+          : r == 720           ? "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE"
+                               : "CUDA_ERROR_MOCK";
   return 0;
 }
