@@ -447,6 +447,21 @@ static void tiled_kernel(T *t, long panel) {
   ck_assert(ilir_verify(t->k, &t->diag));
 }
 
+/* tiled_kernel's inputs: x and y for NN + 1 nodes, the weights w (row-major,
+ * for the expected sums) and the same in tiled_kernel's packed layout pk. */
+static void tiled_inputs(const T *t, float *x, float *y, float *w, float *pk) {
+  for (int k = 0; k < (NN + 1) * TR; k++) {
+    x[k] = (float)((k * 37) % 101) / 50.0f - 1.0f;
+    y[k] = (float)((k * 53) % 89) / 45.0f - 1.0f;
+  }
+  const IlirPack *layout = &t->k->bufs[2].pack;
+  for (int i = 0; i < TI; i++)
+    for (int r = 0; r < TR; r++) {
+      w[i * TR + r] = (float)((i * 31 + r * 17) % 97) / 48.0f - 1.0f;
+      pk[ilir_pack_at(layout, r, i)] = w[i * TR + r];
+    }
+}
+
 START_TEST(register_tile) {
   /* one panel; panels of 32 (the last one 19 wide); panels of one vector;
    * and panels of 32 read by plain loops (the tile turned off) */
@@ -460,16 +475,7 @@ START_TEST(register_tile) {
     CgKernelFn fn = compile(&t, &jit);
     static float x[(NN + 1) * TR], y[(NN + 1) * TR], w[TI * TR], pk[TR * TI];
     static float res[(NN + 1) * TI], act[(NN + 1) * TI];
-    for (int k = 0; k < (NN + 1) * TR; k++) {
-      x[k] = (float)((k * 37) % 101) / 50.0f - 1.0f;
-      y[k] = (float)((k * 53) % 89) / 45.0f - 1.0f;
-    }
-    const IlirPack *layout = &t.k->bufs[2].pack;
-    for (int i = 0; i < TI; i++)
-      for (int r = 0; r < TR; r++) {
-        w[i * TR + r] = (float)((i * 31 + r * 17) % 97) / 48.0f - 1.0f;
-        pk[ilir_pack_at(layout, r, i)] = w[i * TR + r];
-      }
+    tiled_inputs(&t, x, y, w, pk);
     void *bufs[] = {x, y, pk, res, act};
     /* 1-4 threads: shares of 45, 23/22, 15 and 12/9 nodes leave every
      * remainder of the 4-node tiles; 1, 3 and 6 nodes on 2-4 threads run
@@ -521,16 +527,7 @@ START_TEST(streamed_tile_prefetched) {
     CgKernelFn fn = compile(&t, &jit);
     static float x[(NN + 1) * TR], y[(NN + 1) * TR], w[TI * TR], pk[TR * TI];
     static float res[(NN + 1) * TI], act[(NN + 1) * TI];
-    for (int k = 0; k < (NN + 1) * TR; k++) {
-      x[k] = (float)((k * 41) % 97) / 48.0f - 1.0f;
-      y[k] = (float)((k * 29) % 83) / 41.0f - 1.0f;
-    }
-    const IlirPack *layout = &t.k->bufs[2].pack;
-    for (int i = 0; i < TI; i++)
-      for (int r = 0; r < TR; r++) {
-        w[i * TR + r] = (float)((i * 13 + r * 7) % 89) / 44.0f - 1.0f;
-        pk[ilir_pack_at(layout, r, i)] = w[i * TR + r];
-      }
+    tiled_inputs(&t, x, y, w, pk);
     void *bufs[] = {x, y, pk, res, act};
     for (int nt = 1; nt <= 2; nt++) {
       memset(res, 0, sizeof res);
