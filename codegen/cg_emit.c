@@ -616,15 +616,55 @@ static LLVMValueRef barrier_skippable(CgEmit *E, LLVMValueRef l) {
   return LLVMBuildOr(E->b, skip, in_phase, "");
 }
 
-/* A loop bound to GPU blocks or threads (ilir.h, IlirBind) on a target that
- * has them: a BLOCK loop runs this block's contiguous share of its nodes (as
- * thread_share, by block index), a THREAD loop the iterations lo + tid.x +
- * k * block_threads, then the block's barrier. */
+enum { WARP_LANES = 32 };
+
+/* The store [s] of a WARP loop's iteration (ilir_warp_sum: out[idx] =
+ * sum(r in [lo, hi)) x) with this thread's [lane] of the warp: the lane adds
+ * the terms lo + lane, lo + lane + 32, ...; the target's warp_sum folds the
+ * lanes' parts; lane 0 stores. */
+static void emit_warp_store(CgEmit *E, const IlirStmt *s, LLVMValueRef lane) {
+  const IlirExpr *e = s->value;
+  LLVMValueRef lo = LLVMBuildAdd(E->b, cg_emit_expr(E, e->lo), lane, "");
+  CgLoop L;
+  cg_loop_open(E, &L, lo, cg_emit_expr(E, e->hi), var_name(e->var));
+  LLVMPositionBuilderBefore(E->b, LLVMGetNextInstruction(L.iv));
+  LLVMValueRef acc = LLVMBuildPhi(E->b, E->f32, "acc");
+  LLVMPositionBuilderAtEnd(E->b, L.body);
+  LLVMValueRef x = cg_bind_var(E, e->var, L.iv) ? cg_emit_expr(E, e->a) : LLVMGetUndef(E->f32);
+  LLVMValueRef next = LLVMBuildFAdd(E->b, acc, x, "");
+  LLVMSetFastMathFlags(next, LLVMFastMathAllowContract);
+  LLVMBasicBlockRef end = cg_loop_close_by(E, &L, WARP_LANES);
+  if (!E->failed) E->vars[e->var->id] = NULL;
+  LLVMValueRef vals[2] = {const_f32(E, 0), next};
+  LLVMBasicBlockRef from[2] = {L.pre, end};
+  LLVMAddIncoming(acc, vals, from, 2);
+  LLVMValueRef sum = E->tgt->warp_sum(E->b, E->mod, acc);
+  LLVMBasicBlockRef st = cg_new_block(E, "warp.store"), done = cg_new_block(E, "warp.done");
+  LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntEQ, lane, cg_const_i64(E, 0), ""), st, done);
+  LLVMPositionBuilderAtEnd(E->b, st);
+  LLVMValueRef idx = cg_emit_expr(E, s->index);
+  LLVMBuildStore(E->b, sum, LLVMBuildInBoundsGEP2(E->b, E->f32, E->bufs[s->buf], &idx, 1, ""));
+  LLVMBuildBr(E->b, done);
+  LLVMPositionBuilderAtEnd(E->b, done);
+}
+
+/* A loop bound to GPU blocks, threads or warps (ilir.h, IlirBind) on a
+ * target that has them: a BLOCK loop runs this block's contiguous share of
+ * its nodes (as thread_share, by block index), a THREAD loop the iterations
+ * lo + tid.x + k * block_threads, a WARP loop the iterations lo + warp + k *
+ * warps (warp = tid.x / 32; each iteration's sum shared among the warp's
+ * lanes, emit_warp_store), then the block's barrier. Every lane of a warp
+ * runs the same iterations, so all of them reach the shuffles. */
 static void emit_bound_loop(CgEmit *E, const IlirStmt *s) {
   const CgTarget *t = E->tgt;
-  LLVMValueRef lo = cg_emit_expr(E, s->lo), hi = cg_emit_expr(E, s->hi);
+  LLVMValueRef lo = cg_emit_expr(E, s->lo), hi = cg_emit_expr(E, s->hi), lane = NULL;
   long step = 1;
-  if (s->bind == ILIR_BIND_BLOCK) {
+  if (s->bind == ILIR_BIND_WARP) {
+    LLVMValueRef tid = t->sreg(E->b, E->mod, CG_SREG_TID);
+    lane = LLVMBuildAnd(E->b, tid, cg_const_i64(E, WARP_LANES - 1), "lane");
+    lo = LLVMBuildAdd(E->b, lo, LLVMBuildLShr(E->b, tid, cg_const_i64(E, 5), "warp"), "");
+    step = t->block_threads / WARP_LANES;
+  } else if (s->bind == ILIR_BIND_BLOCK) {
     LLVMValueRef tid = E->tid, n = E->nthreads;
     E->tid = t->sreg(E->b, E->mod, CG_SREG_CTAID);
     E->nthreads = t->sreg(E->b, E->mod, CG_SREG_NCTAID);
@@ -636,9 +676,12 @@ static void emit_bound_loop(CgEmit *E, const IlirStmt *s) {
   }
   CgLoop L;
   cg_loop_open(E, &L, lo, hi, var_name(s->var));
-  if (cg_bind_var(E, s->var, L.iv)) emit_block(E, &s->body);
+  if (cg_bind_var(E, s->var, L.iv)) {
+    if (lane) emit_warp_store(E, s->body.stmts[0], lane);
+    else emit_block(E, &s->body);
+  }
   cg_loop_close_by(E, &L, step);
-  if (s->bind == ILIR_BIND_THREAD && !E->failed) t->block_barrier(E->b, E->mod);
+  if (s->bind != ILIR_BIND_BLOCK && !E->failed) t->block_barrier(E->b, E->mod);
   if (!E->failed) E->vars[s->var->id] = NULL;
 }
 
@@ -808,7 +851,7 @@ static void init_types(CgEmit *E) {
 }
 
 const CgTarget cg_target_cpu = {CG_TARGET_CPU, 0, 0, 0, false, false,
-                                NULL, NULL, NULL, NULL, NULL};
+                                NULL, NULL, NULL, NULL, NULL, NULL};
 
 static bool emit_module(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel *k,
                         const CgTarget *t, const char *features, const CgProfile *prof,

@@ -55,6 +55,20 @@ static void nvptx_block_barrier(LLVMBuilderRef b, LLVMModuleRef mod) {
   call_intrinsic(b, mod, "llvm.nvvm.barrier0", NULL, 0);
 }
 
+/* x summed over the warp's lanes by five butterfly shuffles (each lane adds
+ * the value of the lane whose index differs in one bit: 16, 8, 4, 2, 1
+ * apart), every lane taking part (member mask all ones; c = 0x1f: the whole
+ * warp is one segment). Every lane ends with the same sum. */
+static LLVMValueRef nvptx_warp_sum(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef x) {
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(LLVMGetModuleContext(mod));
+  for (unsigned d = 16; d > 0; d /= 2) {
+    LLVMValueRef args[4] = {LLVMConstInt(i32, 0xffffffffu, 0), x, LLVMConstInt(i32, d, 0),
+                            LLVMConstInt(i32, 0x1f, 0)};
+    x = LLVMBuildFAdd(b, x, call_intrinsic(b, mod, "llvm.nvvm.shfl.sync.bfly.f32", args, 4), "");
+  }
+  return x;
+}
+
 /* Inline PTX [text] with [constraints], returning an i32, of [n] operands. */
 static LLVMValueRef ptx_asm(LLVMBuilderRef b, LLVMModuleRef mod, const char *text,
                             const char *constraints, LLVMValueRef *ops, unsigned n) {
@@ -230,8 +244,8 @@ const CgTarget cg_target_nvptx = {CG_TARGET_NVPTX,    1,
                                   64,                 CG_GPU_BLOCK_THREADS,
                                   true,               true,
                                   nvptx_sreg,         nvptx_grid_barrier,
-                                  nvptx_block_barrier, nvptx_math,
-                                  nvptx_entry};
+                                  nvptx_block_barrier, nvptx_warp_sum,
+                                  nvptx_math,         nvptx_entry};
 
 /* ---- PTX ---------------------------------------------------------------------------- */
 

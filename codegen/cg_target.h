@@ -11,7 +11,10 @@
  *                     and count (each GPU thread is a thread of the team)
  *   bound loops       ILIR_BIND_BLOCK: nodes shared among the blocks by
  *                     block index; ILIR_BIND_THREAD: iterations shared among
- *                     the block's threads, then a block barrier (bar.sync)
+ *                     the block's threads, then a block barrier (bar.sync);
+ *                     ILIR_BIND_WARP: iterations shared among the block's
+ *                     warps, each one's sum among the warp's lanes, folded
+ *                     by butterfly shuffles (shfl.sync.bfly), then bar.sync
  *   barriers          the grid barrier (inline PTX, TOOLCHAIN.md "CUDA")
  *                     instead of the team's barrier call and the fences
  *                     (LLVM 19 cannot select fences for NVPTX)
@@ -49,6 +52,9 @@ typedef struct CgTarget {
   void (*grid_barrier)(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef counter);
   /* the block barrier at [b] */
   void (*block_barrier)(LLVMBuilderRef b, LLVMModuleRef mod);
+  /* the sum of the float [x] over the 32 lanes of the warp, in every lane
+   * (every lane of the warp must call it) */
+  LLVMValueRef (*warp_sum)(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef x);
   /* the float unary ILIR op [op] of [x], or NULL: the emitter's own */
   LLVMValueRef (*math)(LLVMBuilderRef b, LLVMModuleRef mod, int op, LLVMValueRef x);
   /* the exported entry point of [k] calling the internal [body] (codegen.h's

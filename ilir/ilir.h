@@ -156,9 +156,13 @@ typedef enum {
  * among the threads of a team; THREAD: a loop inside a BLOCK loop's body whose
  * iterations are shared among the threads of the block, followed by a barrier
  * of the block (no thread of the block reads in one what another writes in it:
- * sched_gpu_verify). On the CPU a BLOCK loop is a NODES loop, a THREAD loop an
- * ordinary one and the barrier nothing. */
-typedef enum { ILIR_BIND_NONE, ILIR_BIND_BLOCK, ILIR_BIND_THREAD } IlirBind;
+ * sched_gpu_verify); WARP: such a loop whose body is one store of a sum
+ * (ilir_warp_sum), its iterations shared among the block's warps, each sum
+ * among the warp's lanes (lane l adds the terms l, l + 32, ...; shuffles fold
+ * the lanes' parts; lane 0 stores), then the block's barrier. On the CPU a
+ * BLOCK loop is a NODES loop, a THREAD or WARP loop an ordinary one and the
+ * barrier nothing. */
+typedef enum { ILIR_BIND_NONE, ILIR_BIND_BLOCK, ILIR_BIND_THREAD, ILIR_BIND_WARP } IlirBind;
 
 typedef enum { ILIR_SHARE_AUTO, ILIR_SHARE_NODES, ILIR_SHARE_OUTPUTS } IlirShare;
 
@@ -318,6 +322,13 @@ bool ilir_tile_parts(const IlirKernel *k, const IlirStmt *s, IlirTileParts *part
  * output loop and [*store] the store inside. */
 bool ilir_tiled_parts(const IlirKernel *k, const IlirStmt *s, const IlirStmt **out_loop,
                       const IlirStmt **store);
+/* Can a GPU warp compute each iteration of the loop [s] (ILIR_BIND_WARP): is
+ * its body one store of a sum over a constant range of at least 32 terms?
+ * With [strided], also: does a load of the sum read along the sum's variable
+ * (coefficient 1) at places 32 or more elements apart from one iteration of
+ * [s] to the next (a weight row per output: one thread per output would read
+ * 32 rows at once, a warp reads one row along its lanes)? */
+bool ilir_warp_sum(const IlirStmt *s, bool strided);
 /* [e] with [v] replaced by [by]; new nodes where anything changed
  * (expressions may be shared), [e] itself where nothing did. */
 IlirExpr *ilir_subst(CtxArena *a, IlirExpr *e, const IlirVar *v, IlirExpr *by);

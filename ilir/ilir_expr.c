@@ -403,6 +403,25 @@ static bool product_loop(const IlirKernel *k, const IlirStmt *il, const IlirVar 
   return true;
 }
 
+/* Does [e] load along [r] at places [i] moves 32 or more elements apart? */
+static bool loads_rows(const IlirExpr *e, const IlirVar *r, const IlirVar *i) {
+  if (!e) return false;
+  if (e->kind == ILIR_LOAD) {
+    long ci = ilir_coef(e->a, i);
+    if (ilir_coef(e->a, r) == 1 && ci != ILIR_NONLINEAR && (ci >= 32 || ci <= -32)) return true;
+  }
+  return loads_rows(e->a, r, i) || loads_rows(e->b, r, i) || loads_rows(e->c, r, i);
+}
+
+bool ilir_warp_sum(const IlirStmt *s, bool strided) {
+  if (s->kind != ILIR_LOOP || s->body.n != 1 || s->body.stmts[0]->kind != ILIR_STORE) return false;
+  const IlirExpr *v = s->body.stmts[0]->value;
+  if (v->kind != ILIR_REDUCE || v->op != ILIR_SUM || v->lo->kind != ILIR_CONST ||
+      v->hi->kind != ILIR_CONST || v->hi->ival - v->lo->ival < 32)
+    return false;
+  return !strided || loads_rows(v->a, v->var, s->var);
+}
+
 bool ilir_tile_parts(const IlirKernel *k, const IlirStmt *s, IlirTileParts *parts) {
   parts->n = 0;
   if (s->kind != ILIR_LOOP || (s->loop != ILIR_LOOP_NODES && s->loop != ILIR_LOOP_SERIAL) ||

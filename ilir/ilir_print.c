@@ -103,7 +103,10 @@ static void print_block(CtxBuf *out, const IlirKernel *k, const IlirBlock *b, in
       if (s->tile_nodes && s->share)
         ctx_buf_puts(out, s->share == ILIR_SHARE_OUTPUTS ? " shared by outputs"
                                                          : " shared by nodes");
-      if (s->bind) ctx_buf_puts(out, s->bind == ILIR_BIND_BLOCK ? " bound to block" : " bound to thread");
+      if (s->bind)
+        ctx_buf_puts(out, s->bind == ILIR_BIND_BLOCK    ? " bound to block"
+                          : s->bind == ILIR_BIND_THREAD ? " bound to thread"
+                                                        : " bound to warp");
       int ph = s->loop == ILIR_LOOP_LEVELS ? ilir_find_buf(k, ILIR_BUF_PHASES) : -1;
       if (ph >= 0)
         ctx_buf_printf(out, " in phases (barrier after l when %s[%s])", k->bufs[ph].name,

@@ -157,10 +157,15 @@ void sched_print_directive(CtxBuf *out, const Schedule *s, const SchedDirective 
 
 enum { SCHED_MAX_CACHE = 16 };
 
+/* How a block's threads share an operator's output rows (`bind i to ...`). */
+typedef enum { SCHED_ROWS_AUTO, SCHED_ROWS_THREAD, SCHED_ROWS_WARP } SchedRowBind;
+
 /* What a CUDA schedule adds to the shared passes' plan. */
 typedef struct {
   bool bind_blocks;               /* nodes to blocks, rows to threads (else nodes to
                                      threads) */
+  SchedRowBind rows;              /* a block's rows: warps for sums where that reads
+                                     rows along the lanes (auto), or as the schedule says */
   int cache[SCHED_MAX_CACHE];     /* RaProgram parameters to cache in shared memory */
   int ncache;
   CtxSpan cache_span;             /* the cache directive (warnings) */

@@ -322,9 +322,22 @@ static void bind_args(Check *c) {
     take_axis(c, next(c));
     if (!word(c, "to")) return;
     const AstSchedArg *w = next(c);
+    const char *axis = c->out->naxes > 0 ? c->out->axes[c->out->naxes - 1] : NULL;
+    bool node = axis && strcmp(axis, "node") == 0;
     if (!w || w->kind != AST_SARG_NAME ||
-        (strcmp(w->name, "block") != 0 && strcmp(w->name, "thread") != 0)) {
-      bad(c, w ? w->span : c->dir->span, "expected 'block' or 'thread'");
+        (strcmp(w->name, "block") != 0 && strcmp(w->name, "thread") != 0 &&
+         strcmp(w->name, "warp") != 0)) {
+      bad(c, w ? w->span : c->dir->span, "expected 'block', 'thread' or 'warp'");
+      return;
+    }
+    if (node && strcmp(w->name, "warp") == 0) {
+      bad(c, w->span, "nodes bind to 'block' or 'thread'; an operator's output rows to "
+                      "'thread' or 'warp'");
+      return;
+    }
+    if (!node && strcmp(w->name, "block") == 0) {
+      bad(c, w->span, "an operator's output rows bind to 'thread' or 'warp'; nodes to "
+                      "'block' or 'thread'");
       return;
     }
     c->out->where[c->out->naxes - 1] = w->name;

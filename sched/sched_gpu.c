@@ -11,9 +11,12 @@
  *   bind node to block     every NODES loop's nodes shared among the blocks
  *                          (ILIR_BIND_BLOCK), every loop of its body over the
  *                          output rows shared among the block's threads
- *                          (ILIR_BIND_THREAD, a block barrier after each) —
- *                          the default; where a NODES loop's body is not all
- *                          loops the kernel keeps nodes on threads
+ *                          (ILIR_BIND_THREAD, a block barrier after each) or,
+ *                          for a sum a warp can share (row_bind), its warps
+ *                          (ILIR_BIND_WARP) — the default; where a NODES
+ *                          loop's body is not all loops the kernel keeps
+ *                          nodes on threads
+ *   bind i to warp|thread  those loops on warps wherever legal / on threads
  *   bind node to thread    each GPU thread one node (ilir.h's team, unbound)
  *   cache W, ... in shared parameters copied into each block's shared memory
  *                          at the kernel's start, in order while they fit in
@@ -25,7 +28,8 @@
  * backend runs bound loops as ordinary loops and block barriers as nothing,
  * which computes the same values as the GPU only if inside a barrier-free
  * phase no thread reads what another thread writes. A phase is one THREAD
- * loop: each of its iterations stores only elements of its own (indices
+ * or WARP loop (a warp's lanes exchange their parts of a sum by shuffles,
+ * not memory): each of its iterations stores only elements of its own (indices
  * moving with the loop variable) and reads a buffer the loop stores into only
  * at an element the same iteration stores. Across blocks the CPU team's rule
  * holds (every store writes the row of the node being computed).
@@ -64,6 +68,8 @@ static void cuda_directive(CtxDiag *diag, const SchedDirective *d, SchedPlan *pl
     for (int a = 0; a < d->naxes; a++)
       if (strcmp(d->axes[a], "node") == 0)
         gpu->bind_blocks = strcmp(d->where[a], "block") == 0;
+      else
+        gpu->rows = strcmp(d->where[a], "warp") == 0 ? SCHED_ROWS_WARP : SCHED_ROWS_THREAD;
     break;
   case SCHED_CACHE:
     if (d->where[0] && strcmp(d->where[0], "shared") == 0) {
@@ -131,18 +137,31 @@ static bool stores_move(const IlirStmt *s, const IlirVar *v) {
   return true;
 }
 
+/* Where a loop of a block whose stores move with its variable runs: on the
+ * block's warps where each iteration is a sum a warp can share among its
+ * lanes (ilir_warp_sum) and either the schedule says `bind i to warp` or,
+ * by default, the sum reads a row of weights per output (one thread per
+ * output would read 32 rows at once, 32 cache lines a load, and rows in
+ * shared memory in the same bank; a warp reads a row along its lanes, one
+ * line a load), else on its threads. */
+static IlirBind row_bind(const IlirStmt *s, SchedRowBind rows) {
+  if (rows == SCHED_ROWS_THREAD || !ilir_warp_sum(s, rows == SCHED_ROWS_AUTO))
+    return ILIR_BIND_THREAD;
+  return ILIR_BIND_WARP;
+}
+
 /* Binds the statements of a block loop's body [b] (when [bind]): a loop
- * whose stores move with its variable to threads, a loop of such loops (over
- * a node's dependencies, say) stays a loop every thread of the block runs
- * alike, with its inner loops bound. Returns false when a statement is
- * neither. */
-static bool bind_rows(IlirBlock *b, bool bind) {
+ * whose stores move with its variable to threads or warps (row_bind), a
+ * loop of such loops (over a node's dependencies, say) stays a loop every
+ * thread of the block runs alike, with its inner loops bound. Returns false
+ * when a statement is neither. */
+static bool bind_rows(IlirBlock *b, bool bind, SchedRowBind rows) {
   for (int i = 0; i < b->n; i++) {
     IlirStmt *s = b->stmts[i];
     if (s->kind != ILIR_LOOP || s->tile_nodes || s->loop == ILIR_LOOP_NODES) return false;
     if (stores_move(s, s->var)) {
-      if (bind) s->bind = ILIR_BIND_THREAD;
-    } else if (!bind_rows(&s->body, bind)) {
+      if (bind) s->bind = row_bind(s, rows);
+    } else if (!bind_rows(&s->body, bind, rows)) {
       return false;
     }
   }
@@ -151,18 +170,19 @@ static bool bind_rows(IlirBlock *b, bool bind) {
 
 /* Visits the NODES loops of [b]: counts those that cannot be bound into
  * [*bad], and binds them all when [bind]. */
-static void bind_nodes(IlirBlock *b, bool bind, int *bad) {
+static void bind_nodes(IlirBlock *b, bool bind, SchedRowBind rows, int *bad) {
   for (int i = 0; i < b->n; i++) {
     IlirStmt *s = b->stmts[i];
     if (s->kind == ILIR_LOOP && s->loop == ILIR_LOOP_NODES) {
-      if (s->tile_nodes || !bind_rows(&s->body, false)) (*bad)++;
+      if (s->tile_nodes || !bind_rows(&s->body, false, rows)) (*bad)++;
       if (!bind) continue;
       s->bind = ILIR_BIND_BLOCK;
-      bind_rows(&s->body, true);
+      bind_rows(&s->body, true, rows);
       continue;
     }
-    if (s->kind == ILIR_LOOP) bind_nodes(&s->body, bind, bad);
-    if (s->kind == ILIR_IF) bind_nodes(&s->then, bind, bad), bind_nodes(&s->els, bind, bad);
+    if (s->kind == ILIR_LOOP) bind_nodes(&s->body, bind, rows, bad);
+    if (s->kind == ILIR_IF)
+      bind_nodes(&s->then, bind, rows, bad), bind_nodes(&s->els, bind, rows, bad);
   }
 }
 
@@ -187,8 +207,8 @@ static void cache_params(CtxDiag *diag, IlirKernel *k, const SchedGpuPlan *gpu) 
 
 bool sched_gpu_apply(CtxDiag *diag, IlirKernel *k, const SchedGpuPlan *gpu) {
   int bad = 0;
-  if (gpu->bind_blocks) bind_nodes(&k->body, false, &bad);
-  if (gpu->bind_blocks && !bad) bind_nodes(&k->body, true, &bad);
+  if (gpu->bind_blocks) bind_nodes(&k->body, false, gpu->rows, &bad);
+  if (gpu->bind_blocks && !bad) bind_nodes(&k->body, true, gpu->rows, &bad);
   cache_params(diag, k, gpu);
   return sched_gpu_verify(k, diag);
 }
@@ -255,7 +275,13 @@ static bool verify_block(const IlirKernel *k, CtxDiag *diag, const IlirBlock *b,
   bool ok = true;
   for (int i = 0; i < b->n && ok; i++) {
     const IlirStmt *s = b->stmts[i];
-    if (s->kind == ILIR_LOOP && s->bind == ILIR_BIND_THREAD && in_block) {
+    if (s->kind == ILIR_LOOP && s->bind == ILIR_BIND_WARP && !ilir_warp_sum(s, false)) {
+      CTX_ICE(diag, "sched: a warp loop that is not one store of a sum in kernel '%s' (loop '%s')",
+              k->name, s->var->name);
+      return false;
+    }
+    bool rows = s->bind == ILIR_BIND_THREAD || s->bind == ILIR_BIND_WARP;
+    if (s->kind == ILIR_LOOP && rows && in_block) {
       Phase P = {k, diag, s->var, {0}, 0, true};
       collect_stores(&P, &s->body);
       check_block_loads(&P, &s->body);
@@ -266,7 +292,7 @@ static bool verify_block(const IlirKernel *k, CtxDiag *diag, const IlirBlock *b,
       ok = verify_block(k, diag, &s->body, true);
       continue;
     }
-    if (in_block || (s->kind == ILIR_LOOP && s->bind == ILIR_BIND_THREAD)) {
+    if (in_block || (s->kind == ILIR_LOOP && rows)) {
       CTX_ICE(diag, "sched: unsound GPU binding in kernel '%s': %s", k->name,
               in_block ? "a statement of a block loop outside a thread loop"
                        : "a thread loop outside a block loop");

@@ -3,7 +3,9 @@
 # shipped examples/MODEL.cuda.sched) as PTX: `ctx check --target cuda
 # --emit=ptx`, structure checked (one .entry, .target sm_90, the grid
 # barrier's atom.add.release.gpu / ld.acquire.gpu and bar.sync, no .extern
-# .func), then `ptxas --gpu-name sm_90 -v`, which must accept it with no
+# .func; five butterfly shuffles, at least, per loop `--dump=ilir` shows
+# bound to warp, none without one),
+# then `ptxas --gpu-name sm_90 -v`, which must accept it with no
 # spills. Also sm_80 once per model. Exit 77 (skip) where ptxas is absent.
 #
 #   ptx_check.sh CTX SOURCE_DIR [PTXAS]
@@ -29,6 +31,11 @@ check() { # NAME ARCH CTX-ARGS...
   grep -q 'ld\.acquire\.gpu\.global\.u32' "$tmp/k.ptx" || why="$why no acquire load"
   grep -q 'bar\.sync' "$tmp/k.ptx" || why="$why no bar.sync"
   if grep -q '\.extern \.func' "$tmp/k.ptx"; then why="$why an .extern .func"; fi
+  warps=$("$ctx" check --target cuda --gpu-arch "$arch" --dump=ilir "$@" 2>/dev/null | grep -c 'bound to warp')
+  shfl=$(grep -c 'shfl\.sync\.bfly\.b32' "$tmp/k.ptx")
+  if [ "$warps" = 0 ]; then ok=$([ "$shfl" = 0 ] && echo y)
+  else ok=$([ "$shfl" -ge $((5 * warps)) ] && [ $((shfl % 5)) = 0 ] && echo y); fi
+  [ "$ok" = y ] || why="$why $shfl shuffles for $warps warp loops"
   if ! "$ptxas" --gpu-name "$arch" -v "$tmp/k.ptx" -o "$tmp/k.cubin" >"$tmp/ptxas" 2>&1; then
     why="$why ptxas rejects it: $(head -3 "$tmp/ptxas")"
   elif ! grep -q ' 0 bytes spill stores, 0 bytes spill loads' "$tmp/ptxas"; then

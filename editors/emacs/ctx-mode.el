@@ -70,7 +70,7 @@
   "DIRECTIVE words: schedule verbs (only inside a schedule body).")
 
 (defconst ctx-mode-schedarg-words
-  '("by" "to" "shared" "registers" "block" "thread")
+  '("by" "to" "shared" "registers" "block" "thread" "warp")
   "SCHEDARG words: words inside schedule directives (only in a schedule body).")
 
 ;;;; Syntax table

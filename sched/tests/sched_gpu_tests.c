@@ -153,6 +153,63 @@ START_TEST(test_block_loop_not_nodes) {
 }
 END_TEST
 
+/* x[n * 8 + i] = sum(j in [0, R)) y[n * 8 + j] (R terms), in a loop over i
+ * bound as [bind] */
+static IlirStmt *sum_loop(T *t, IlirBind bind, long R) {
+  IlirExpr *sum = ilir_reduce(t->a, ILIR_SUM, t->j, ilir_const_i(t->a, 0), ilir_const_i(t->a, R),
+                              ilir_load(t->a, t->k, t->y, row(t, t->j, 0)));
+  IlirStmt *s = ilir_store(t->a, t->x, row(t, t->i, 0), sum);
+  return bound(t, t->i, bind, ILIR_LOOP_SERIAL, 1, &s);
+}
+
+START_TEST(test_warp_sum_sound) {
+  T t;
+  t_init(&t);
+  IlirStmt *phase = sum_loop(&t, ILIR_BIND_WARP, 32);
+  ck_assert(ilir_warp_sum(phase, false));
+  ck_assert(verify(&t, 1, &phase));
+  ck_assert_int_eq(t.diag.ice, 0);
+  t_done(&t);
+}
+END_TEST
+
+/* a warp loop of fewer than 32 terms, or of a store that is not a sum */
+START_TEST(test_warp_loop_not_a_sum) {
+  T t;
+  t_init(&t);
+  IlirStmt *phase = sum_loop(&t, ILIR_BIND_WARP, 31);
+  ck_assert(!ilir_warp_sum(phase, false));
+  ck_assert(!verify(&t, 1, &phase));
+  ck_assert_int_eq(t.diag.ice, 1);
+  t_done(&t);
+  t_init(&t);
+  IlirStmt *s = ilir_store(t.a, t.x, row(&t, t.i, 0), ilir_const_f(t.a, 1));
+  phase = bound(&t, t.i, ILIR_BIND_WARP, ILIR_LOOP_SERIAL, 1, &s);
+  ck_assert(!verify(&t, 1, &phase));
+  ck_assert_int_eq(t.diag.ice, 1);
+  t_done(&t);
+}
+END_TEST
+
+/* ilir_warp_sum's [strided]: y read along j at rows i moves 32 apart, or 1 */
+START_TEST(test_warp_sum_strided) {
+  T t;
+  t_init(&t);
+  IlirExpr *at = ilir_binary(t.a, ILIR_ADD,
+                             ilir_binary(t.a, ILIR_MUL, ilir_var(t.a, t.i), ilir_const_i(t.a, 64)),
+                             ilir_var(t.a, t.j));
+  IlirExpr *sum = ilir_reduce(t.a, ILIR_SUM, t.j, ilir_const_i(t.a, 0), ilir_const_i(t.a, 64),
+                              ilir_load(t.a, t.k, t.y, at));
+  IlirStmt *s = ilir_store(t.a, t.x, row(&t, t.i, 0), sum);
+  IlirStmt *rows = bound(&t, t.i, ILIR_BIND_THREAD, ILIR_LOOP_SERIAL, 1, &s);
+  ck_assert(ilir_warp_sum(rows, true));
+  IlirStmt *flat = sum_loop(&t, ILIR_BIND_THREAD, 64); /* y[n * 8 + j]: i not in it */
+  ck_assert(ilir_warp_sum(flat, false));
+  ck_assert(!ilir_warp_sum(flat, true));
+  t_done(&t);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("sched_gpu");
   TCase *tc = tcase_create("verify");
@@ -162,6 +219,9 @@ int main(void) {
   tcase_add_test(tc, test_statement_outside_phase);
   tcase_add_test(tc, test_thread_loop_outside_block);
   tcase_add_test(tc, test_block_loop_not_nodes);
+  tcase_add_test(tc, test_warp_sum_sound);
+  tcase_add_test(tc, test_warp_loop_not_a_sum);
+  tcase_add_test(tc, test_warp_sum_strided);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
