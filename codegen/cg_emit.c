@@ -621,19 +621,30 @@ enum { WARP_LANES = 32 };
 /* The store [s] of a WARP loop's iteration (ilir_warp_sum: out[idx] =
  * sum(r in [lo, hi)) x) with this thread's [lane] of the warp: the lane adds
  * the terms lo + lane, lo + lane + 32, ...; the target's warp_sum folds the
- * lanes' parts; lane 0 stores. */
+ * lanes' parts; lane 0 stores. Where the range is a multiple of 32 terms the
+ * loop counts the lane's terms, a constant, so LLVM unrolls it and the
+ * lane's loads are in flight together (from the lane up to hi, the count
+ * depends on the lane). */
 static void emit_warp_store(CgEmit *E, const IlirStmt *s, LLVMValueRef lane) {
   const IlirExpr *e = s->value;
+  long span = e->hi->ival - e->lo->ival; /* constants: ilir_warp_sum */
+  bool whole = span % WARP_LANES == 0;
   LLVMValueRef lo = LLVMBuildAdd(E->b, cg_emit_expr(E, e->lo), lane, "");
   CgLoop L;
-  cg_loop_open(E, &L, lo, cg_emit_expr(E, e->hi), var_name(e->var));
+  if (whole) cg_loop_open(E, &L, cg_const_i64(E, 0), cg_const_i64(E, span / WARP_LANES), "k");
+  else cg_loop_open(E, &L, lo, cg_emit_expr(E, e->hi), var_name(e->var));
   LLVMPositionBuilderBefore(E->b, LLVMGetNextInstruction(L.iv));
   LLVMValueRef acc = LLVMBuildPhi(E->b, E->f32, "acc");
   LLVMPositionBuilderAtEnd(E->b, L.body);
-  LLVMValueRef x = cg_bind_var(E, e->var, L.iv) ? cg_emit_expr(E, e->a) : LLVMGetUndef(E->f32);
+  LLVMValueRef r = whole ? LLVMBuildAdd(E->b, lo, LLVMBuildMul(E->b, L.iv, cg_const_i64(E, WARP_LANES), ""), "")
+                         : L.iv;
+  LLVMValueRef x = cg_bind_var(E, e->var, r) ? cg_emit_expr(E, e->a) : LLVMGetUndef(E->f32);
+  /* a product term and its addition may fuse (fma.rn.f32) */
+  if (LLVMIsAInstruction(x) && LLVMGetInstructionOpcode(x) == LLVMFMul)
+    LLVMSetFastMathFlags(x, LLVMFastMathAllowContract);
   LLVMValueRef next = LLVMBuildFAdd(E->b, acc, x, "");
   LLVMSetFastMathFlags(next, LLVMFastMathAllowContract);
-  LLVMBasicBlockRef end = cg_loop_close_by(E, &L, WARP_LANES);
+  LLVMBasicBlockRef end = cg_loop_close_by(E, &L, whole ? 1 : WARP_LANES);
   if (!E->failed) E->vars[e->var->id] = NULL;
   LLVMValueRef vals[2] = {const_f32(E, 0), next};
   LLVMBasicBlockRef from[2] = {L.pre, end};
@@ -646,6 +657,57 @@ static void emit_warp_store(CgEmit *E, const IlirStmt *s, LLVMValueRef lane) {
   LLVMBuildStore(E->b, sum, LLVMBuildInBoundsGEP2(E->b, E->f32, E->bufs[s->buf], &idx, 1, ""));
   LLVMBuildBr(E->b, done);
   LLVMPositionBuilderAtEnd(E->b, done);
+}
+
+/* Does the levels loop [s] hold a GRID loop that runs as one (a GPU
+ * target)? Then every block computes a share of each level's sums, so no
+ * level ends without the grid barrier, even in a chain of single nodes. */
+static bool grid_level(const CgEmit *E, const IlirStmt *s) {
+  if (!E->tgt->sreg) return false;
+  for (int i = 0; i < s->body.n; i++)
+    if (s->body.stmts[i]->kind == ILIR_LOOP && s->body.stmts[i]->bind == ILIR_BIND_GRID)
+      return true;
+  return false;
+}
+
+/* A GRID loop (ilir.h) over the nodes [lo, hi): for each of its WARP loops
+ * (I iterations from i0), the pairs p = node * I + i in [0, (hi - lo) I)
+ * taken by the grid's warps in turn — warp w of block b is the grid's warp
+ * b * warps + w — each an emit_warp_store; then the grid barrier. Every lane
+ * of a warp runs the same pairs. */
+static void emit_grid_loop(CgEmit *E, const IlirStmt *s) {
+  const CgTarget *t = E->tgt;
+  long warps = t->block_threads / WARP_LANES;
+  LLVMValueRef lo = cg_emit_expr(E, s->lo), hi = cg_emit_expr(E, s->hi);
+  LLVMValueRef tid = t->sreg(E->b, E->mod, CG_SREG_TID);
+  LLVMValueRef lane = LLVMBuildAnd(E->b, tid, cg_const_i64(E, WARP_LANES - 1), "lane");
+  LLVMValueRef gwarp = LLVMBuildAdd(
+      E->b, LLVMBuildMul(E->b, t->sreg(E->b, E->mod, CG_SREG_CTAID), cg_const_i64(E, warps), ""),
+      LLVMBuildLShr(E->b, tid, cg_const_i64(E, 5), ""), "gwarp");
+  LLVMValueRef nwarps =
+      LLVMBuildMul(E->b, t->sreg(E->b, E->mod, CG_SREG_NCTAID), cg_const_i64(E, warps), "nwarps");
+  LLVMValueRef nodes = LLVMBuildSub(E->b, hi, lo, "");
+  for (int k = 0; k < s->body.n && !E->failed; k++) {
+    const IlirStmt *w = s->body.stmts[k];
+    LLVMValueRef I = cg_const_i64(E, w->hi->ival - w->lo->ival);
+    CgLoop L;
+    cg_loop_open(E, &L, gwarp, LLVMBuildMul(E->b, nodes, I, ""), "pair");
+    LLVMValueRef n = LLVMBuildAdd(E->b, lo, LLVMBuildSDiv(E->b, L.iv, I, ""), "");
+    LLVMValueRef i = LLVMBuildAdd(E->b, cg_emit_expr(E, w->lo), LLVMBuildSRem(E->b, L.iv, I, ""), "");
+    if (cg_bind_var(E, s->var, n) && cg_bind_var(E, w->var, i))
+      emit_warp_store(E, w->body.stmts[0], lane);
+    /* a variable step: close by hand */
+    LLVMBasicBlockRef end = LLVMGetInsertBlock(E->b);
+    LLVMValueRef next = LLVMBuildNSWAdd(E->b, L.iv, nwarps, "");
+    LLVMBuildBr(E->b, L.header);
+    LLVMValueRef vals[2] = {L.lo, next};
+    LLVMBasicBlockRef from[2] = {L.pre, end};
+    LLVMAddIncoming(L.iv, vals, from, 2);
+    LLVMPositionBuilderAtEnd(E->b, L.exit);
+    if (!E->failed) E->vars[w->var->id] = NULL;
+  }
+  if (!E->failed) E->vars[s->var->id] = NULL;
+  if (!E->failed) cg_emit_barrier(E, NULL);
 }
 
 /* A loop bound to GPU blocks, threads or warps (ilir.h, IlirBind) on a
@@ -686,6 +748,10 @@ static void emit_bound_loop(CgEmit *E, const IlirStmt *s) {
 }
 
 static void emit_loop(CgEmit *E, const IlirStmt *s) {
+  if (s->bind == ILIR_BIND_GRID && E->tgt->sreg) {
+    emit_grid_loop(E, s);
+    return;
+  }
   if (s->bind && E->tgt->sreg) {
     emit_bound_loop(E, s);
     return;
@@ -713,7 +779,8 @@ static void emit_loop(CgEmit *E, const IlirStmt *s) {
     emit_block(E, &s->body);
   }
   E->level = outer_level;
-  if (s->loop == ILIR_LOOP_LEVELS && !E->failed) cg_emit_barrier(E, barrier_skippable(E, L.iv));
+  if (s->loop == ILIR_LOOP_LEVELS && !E->failed)
+    cg_emit_barrier(E, grid_level(E, s) ? NULL : barrier_skippable(E, L.iv));
   LLVMBasicBlockRef latch = cg_loop_close(E, &L);
   if (!E->failed) cg_loop_hints(E, latch, s->loop == ILIR_LOOP_VECTOR, interleave_count(E, s), true);
   if (s->loop == ILIR_LOOP_PARALLEL && !E->failed) cg_emit_barrier(E, NULL);

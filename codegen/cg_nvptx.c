@@ -155,6 +155,18 @@ long cg_gpu_shared_bytes(const IlirKernel *k) {
   return floats * 4;
 }
 
+static bool block_has_grid(const IlirBlock *b) {
+  for (int i = 0; i < b->n; i++) {
+    const IlirStmt *s = b->stmts[i];
+    if ((s->kind == ILIR_LOOP && s->bind == ILIR_BIND_GRID) || block_has_grid(&s->body) ||
+        block_has_grid(&s->then) || block_has_grid(&s->els))
+      return true;
+  }
+  return false;
+}
+
+bool cg_gpu_all_blocks(const IlirKernel *k) { return block_has_grid(&k->body); }
+
 /* Copies [n] floats from [src] to [dst] with the block's threads. */
 static void block_copy(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef dst, LLVMValueRef src,
                        long n) {

@@ -169,6 +169,9 @@ bool cg_emit_ptx(CtxBuf *out, const IlirKernel *k, const char *arch, bool llvm_i
 /* The dynamic shared memory [k]'s kernel needs per block, in bytes (the
  * parameters it caches there). */
 long cg_gpu_shared_bytes(const IlirKernel *k);
+/* Does [k]'s kernel spread sums over the whole grid (a GRID loop), so that it
+ * wants every co-resident block whatever the width of its levels? */
+bool cg_gpu_all_blocks(const IlirKernel *k);
 
 /* ---- profiling and perf (ctx run --profile, --perf-map; cg_profile.c) ----
  *

@@ -127,7 +127,7 @@ IlirKernel *ctx_pipeline_kernel(CtxSession *s, const RaProgram *p) {
     SchedGpuPlan gpu;
     SchedPlan plan = sched_cuda_plan(&s->diag, sch, p->disabled, &gpu);
     gpu.shared_limit = sched_gpu_shared_limit(s->opts.gpu_arch);
-    return k && sched_apply(s->arena, &s->diag, k, &plan) && sched_gpu_apply(&s->diag, k, &gpu)
+    return k && sched_apply(s->arena, &s->diag, k, &plan) && sched_gpu_apply(s->arena, &s->diag, k, &gpu)
                ? k
                : NULL;
   }

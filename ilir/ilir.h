@@ -159,10 +159,14 @@ typedef enum {
  * sched_gpu_verify); WARP: such a loop whose body is one store of a sum
  * (ilir_warp_sum), its iterations shared among the block's warps, each sum
  * among the warp's lanes (lane l adds the terms l, l + 32, ...; shuffles fold
- * the lanes' parts; lane 0 stores), then the block's barrier. On the CPU a
- * BLOCK loop is a NODES loop, a THREAD or WARP loop an ordinary one and the
- * barrier nothing. */
-typedef enum { ILIR_BIND_NONE, ILIR_BIND_BLOCK, ILIR_BIND_THREAD, ILIR_BIND_WARP } IlirBind;
+ * the lanes' parts; lane 0 stores), then the block's barrier; GRID: a NODES
+ * loop of WARP loops only, every (node, iteration) pair of each of them one
+ * warp's, shared among all the warps of the grid, then a grid barrier. On
+ * the CPU a BLOCK or GRID loop is a NODES loop, a THREAD or WARP loop an
+ * ordinary one and the barrier nothing. */
+typedef enum {
+  ILIR_BIND_NONE, ILIR_BIND_BLOCK, ILIR_BIND_THREAD, ILIR_BIND_WARP, ILIR_BIND_GRID
+} IlirBind;
 
 typedef enum { ILIR_SHARE_AUTO, ILIR_SHARE_NODES, ILIR_SHARE_OUTPUTS } IlirShare;
 

@@ -122,6 +122,36 @@ def zoo_cases(root):
     return cases
 
 
+# The zoo under a CUDA schedule that spreads every level's movable sums over
+# the whole grid (`bind i to grid`: sched_gpu.c, split_grid), run on the CPU
+# (--on-cpu) on 1 and 2 threads. H = 32: a sum needs 32 terms to go to a
+# warp.
+GRID_DIMS = ["-D", "H=32", "-D", "V=50"]
+GRID_ZOO = [
+    ("treelstm", GRID_DIMS, ["binary:leaves=9,count=1", "binary:leaves=9,count=4"]),
+    ("narytreelstm", GRID_DIMS, ["nary:nodes=30,arity=2,count=3,vocab=50,seed=2"]),
+    ("treegru", GRID_DIMS, ["binary:leaves=9,count=4"]),
+    ("treefc", GRID_DIMS, ["binary:leaves=9,count=4"]),
+    ("childsum", GRID_DIMS + ["-D", "K=4"], ["nary:nodes=30,arity=4,count=3"]),
+    ("mvrnn", GRID_DIMS, ["binary:leaves=9,count=2"]),
+    ("dagrnn", ["-D", "H=32", "-D", "D=32"], ["grid:rows=4,cols=5,count=2"]),
+    ("seqlstm", GRID_DIMS, ["sequence:length=12,count=1", "sequence:length=7,count=5"]),
+]
+
+
+def grid_cases(root, tmp):
+    cases = []
+    for model, dims, specs in GRID_ZOO:
+        path = os.path.join(tmp, "%s.grid.cuda.sched" % model)
+        with open(path, "w") as f:
+            f.write("schedule %s for cuda {\n  specialize leaf\n  bind node to block, i to grid\n}\n"
+                    % model)
+        configs = [sched_args(path) + ["--threads", t] for t in ("1", "2")]
+        for spec in specs:
+            cases.append((os.path.join(root, "examples", model + ".ctx"), dims, spec, configs))
+    return cases
+
+
 def sched_args(path):
     """-s PATH, with the CUDA flags for a CUDA schedule (NAME.cuda.sched)."""
     return ["-s", path] + (CUDA_ON_CPU if path.endswith(".cuda.sched") else [])
@@ -223,6 +253,8 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         if (not a.models and not a.zoo and not a.own) or a.recur:
             cases += recur_cases(os.path.dirname(HERE), tmp)
+        if not a.models and not a.recur and not a.own:
+            cases += grid_cases(os.path.dirname(HERE), tmp)
         out = os.path.join(tmp, "out.npz")
         for model, dims, spec, configs in cases:
             if spec is None:

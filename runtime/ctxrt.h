@@ -731,6 +731,10 @@ typedef struct CtxrtModelDesc {
    * CTXRT_UNREAD_IVAL; 0: it may read both): ctxrt_model_run's linearization
    * then does not write them (CtxrtLinear's skip_val, skip_ival). */
   int32_t unread_values;
+  /* A CUDA kernel that spreads a level's sums over the whole grid (a GRID
+   * loop, docs/cuda.md): launched with every co-resident block, not with as
+   * many as the widest level has nodes. */
+  int32_t gpu_all_blocks;
 } CtxrtModelDesc;
 
 #define CTXRT_UNREAD_VAL 1

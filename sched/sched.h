@@ -158,7 +158,7 @@ void sched_print_directive(CtxBuf *out, const Schedule *s, const SchedDirective 
 enum { SCHED_MAX_CACHE = 16 };
 
 /* How a block's threads share an operator's output rows (`bind i to ...`). */
-typedef enum { SCHED_ROWS_AUTO, SCHED_ROWS_THREAD, SCHED_ROWS_WARP } SchedRowBind;
+typedef enum { SCHED_ROWS_AUTO, SCHED_ROWS_THREAD, SCHED_ROWS_WARP, SCHED_ROWS_GRID } SchedRowBind;
 
 /* What a CUDA schedule adds to the shared passes' plan. */
 typedef struct {
@@ -185,7 +185,7 @@ SchedPlan sched_cuda_plan(CtxDiag *diag, const Schedule *s, unsigned disabled,
 /* Binds the loops of [k] (after sched_apply) to blocks and threads and marks
  * the parameters cached in shared memory as [gpu] says, then checks the
  * result with sched_gpu_verify. False after an error reported to [diag]. */
-bool sched_gpu_apply(CtxDiag *diag, IlirKernel *k, const SchedGpuPlan *gpu);
+bool sched_gpu_apply(CtxArena *arena, CtxDiag *diag, IlirKernel *k, const SchedGpuPlan *gpu);
 
 /* Checks that [k]'s bound loops are sound (sched_gpu.c: no thread reads what
  * another writes inside a phase between barriers); an internal compiler error

@@ -324,20 +324,18 @@ static void bind_args(Check *c) {
     const AstSchedArg *w = next(c);
     const char *axis = c->out->naxes > 0 ? c->out->axes[c->out->naxes - 1] : NULL;
     bool node = axis && strcmp(axis, "node") == 0;
+    static const char *const rows_to = "an operator's output rows bind to 'thread', 'warp' "
+                                       "or 'grid'; nodes to 'block' or 'thread'";
     if (!w || w->kind != AST_SARG_NAME ||
         (strcmp(w->name, "block") != 0 && strcmp(w->name, "thread") != 0 &&
-         strcmp(w->name, "warp") != 0)) {
-      bad(c, w ? w->span : c->dir->span, "expected 'block', 'thread' or 'warp'");
+         strcmp(w->name, "warp") != 0 && strcmp(w->name, "grid") != 0)) {
+      bad(c, w ? w->span : c->dir->span, "expected 'block', 'thread', 'warp' or 'grid'");
       return;
     }
-    if (node && strcmp(w->name, "warp") == 0) {
-      bad(c, w->span, "nodes bind to 'block' or 'thread'; an operator's output rows to "
-                      "'thread' or 'warp'");
-      return;
-    }
-    if (!node && strcmp(w->name, "block") == 0) {
-      bad(c, w->span, "an operator's output rows bind to 'thread' or 'warp'; nodes to "
-                      "'block' or 'thread'");
+    bool node_word = strcmp(w->name, "block") == 0 || strcmp(w->name, "thread") == 0;
+    bool row_word = strcmp(w->name, "block") != 0;
+    if (node ? !node_word : !row_word) {
+      bad(c, w->span, "%s", rows_to);
       return;
     }
     c->out->where[c->out->naxes - 1] = w->name;
@@ -368,7 +366,7 @@ static const VerbInfo verbs[] = {
     {"parallel", SCHED_PARALLEL, 2, "[OP:] parallel AXIS", parallel_args},
     {"persist", SCHED_PERSIST, 0, "persist", no_args},
     {"cache", SCHED_CACHE, 0, "cache PARAM, ... in shared|registers", cache_args},
-    {"bind", SCHED_BIND, 1, "OP: bind AXIS to block|thread, ...", bind_args},
+    {"bind", SCHED_BIND, 2, "[OP:] bind node to block|thread, AXIS to thread|warp|grid", bind_args},
     {"refactor_recursion", SCHED_REFACTOR_RECURSION, 0, "refactor_recursion", no_args},
 };
 

@@ -17,6 +17,9 @@
  *                          loop's body is not all loops the kernel keeps
  *                          nodes on threads
  *   bind i to warp|thread  those loops on warps wherever legal / on threads
+ *   bind i to grid         as warp, and each level's warp loops that read only
+ *                          earlier levels move into a loop over the whole grid
+ *                          (split_grid; by default where they are big enough)
  *   bind node to thread    each GPU thread one node (ilir.h's team, unbound)
  *   cache W, ... in shared parameters copied into each block's shared memory
  *                          at the kernel's start, in order while they fit in
@@ -36,6 +39,7 @@
  */
 #include "sched/sched_int.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* Shared memory per block by opt-in, bytes (CUDA C Programming Guide,
@@ -69,7 +73,9 @@ static void cuda_directive(CtxDiag *diag, const SchedDirective *d, SchedPlan *pl
       if (strcmp(d->axes[a], "node") == 0)
         gpu->bind_blocks = strcmp(d->where[a], "block") == 0;
       else
-        gpu->rows = strcmp(d->where[a], "warp") == 0 ? SCHED_ROWS_WARP : SCHED_ROWS_THREAD;
+        gpu->rows = strcmp(d->where[a], "warp") == 0   ? SCHED_ROWS_WARP
+                    : strcmp(d->where[a], "grid") == 0 ? SCHED_ROWS_GRID
+                                                       : SCHED_ROWS_THREAD;
     break;
   case SCHED_CACHE:
     if (d->where[0] && strcmp(d->where[0], "shared") == 0) {
@@ -186,6 +192,100 @@ static void bind_nodes(IlirBlock *b, bool bind, SchedRowBind rows, int *bad) {
   }
 }
 
+/* ---- a level's sums over the whole grid ------------------------------------------- */
+
+/* Does [s] store into [buf] anywhere inside? */
+static bool stmt_stores(const IlirStmt *s, int buf) {
+  if (s->kind == ILIR_STORE) return s->buf == buf;
+  const IlirBlock *bs[3] = {&s->body, &s->then, &s->els};
+  for (int j = 0; j < 3; j++)
+    for (int i = 0; i < bs[j]->n; i++)
+      if (stmt_stores(bs[j]->stmts[i], buf)) return true;
+  return false;
+}
+
+static bool stmt_loads(const IlirStmt *s, int buf) {
+  IlirBlock one = {(IlirStmt **)&s, 1};
+  return ilir_block_reads(&one, buf);
+}
+
+/* Does [s] read a buffer that one of [before] (n of them) stores into? */
+static bool reads_any_stored(const IlirKernel *k, const IlirStmt *s, IlirStmt *const *before,
+                             int n) {
+  for (int b = 0; b < k->nbufs; b++) {
+    if (!stmt_loads(s, b)) continue;
+    for (int i = 0; i < n; i++)
+      if (stmt_stores(before[i], b)) return true;
+  }
+  return false;
+}
+
+/* Multiply-adds per node at which a level's sums go to the whole grid by
+ * default: 64 Ki (256 KiB of float weights a node). One multiprocessor
+ * streams that from L2 in a few microseconds, longer than the grid barrier
+ * the split adds (an estimate from the GPUs' published bandwidths, not yet
+ * measured: docs/cuda.md). */
+enum { GRID_MIN_MACS = 64 * 1024 };
+
+/* Splits the block loop [b->stmts[at]] of a level: the WARP loops of its
+ * body that read nothing an earlier statement of the body or of [b] stores,
+ * and whose output no earlier statement of the body reads or writes, move
+ * into a NODES loop before it bound to the grid (ILIR_BIND_GRID): every
+ * (node, output) pair one warp's, all the grid's warps at work on a level of
+ * one node; a grid barrier after it. By default only where they are
+ * GRID_MIN_MACS or more multiply-adds a node; with `bind i to grid`
+ * wherever one moves. Returns the loops inserted (0 or 1). */
+static int split_grid(CtxArena *a, const IlirKernel *k, IlirBlock *b, int at, SchedRowBind rows) {
+  IlirStmt *s = b->stmts[at];
+  IlirStmt **moved = CTX_NEW_ARRAY(a, IlirStmt *, s->body.n);
+  IlirStmt **kept = CTX_NEW_ARRAY(a, IlirStmt *, s->body.n);
+  int nm = 0, nk = 0;
+  long macs = 0;
+  for (int i = 0; i < s->body.n; i++) {
+    IlirStmt *w = s->body.stmts[i];
+    int out = w->body.n == 1 ? w->body.stmts[0]->buf : -1;
+    bool ok = w->kind == ILIR_LOOP && w->bind == ILIR_BIND_WARP && w->lo->kind == ILIR_CONST &&
+              w->hi->kind == ILIR_CONST &&
+              !reads_any_stored(k, w, s->body.stmts, i) && !reads_any_stored(k, w, b->stmts, at) &&
+              ilir_coef(w->body.stmts[0]->index, s->var) != 0 &&
+              ilir_coef(w->body.stmts[0]->index, s->var) != ILIR_NONLINEAR;
+    for (int j = 0; ok && j < nk; j++) ok = !stmt_loads(kept[j], out) && !stmt_stores(kept[j], out);
+    if (!ok) {
+      kept[nk++] = w;
+      continue;
+    }
+    const IlirExpr *sum = w->body.stmts[0]->value;
+    macs += (w->hi->ival - w->lo->ival) * (sum->hi->ival - sum->lo->ival);
+    moved[nm++] = w;
+  }
+  if (nm == 0 || (rows == SCHED_ROWS_AUTO && macs < GRID_MIN_MACS)) return 0;
+  IlirStmt *grid = ilir_loop(a, s->var, s->lo, s->hi, ILIR_LOOP_NODES, (IlirBlock){moved, nm});
+  grid->team_lo = s->team_lo, grid->team_hi = s->team_hi;
+  grid->bind = ILIR_BIND_GRID;
+  s->body = (IlirBlock){kept, nk};
+  IlirStmt **stmts = CTX_NEW_ARRAY(a, IlirStmt *, b->n + 1);
+  memcpy(stmts, b->stmts, sizeof *stmts * (size_t)at);
+  stmts[at] = grid;
+  memcpy(stmts + at + 1, b->stmts + at, sizeof *stmts * (size_t)(b->n - at));
+  b->stmts = stmts, b->n++;
+  return 1;
+}
+
+/* split_grid on every block loop directly inside a levels loop of [b]. */
+static void grid_levels(CtxArena *a, const IlirKernel *k, IlirBlock *b, bool level,
+                        SchedRowBind rows) {
+  for (int i = 0; i < b->n; i++) {
+    IlirStmt *s = b->stmts[i];
+    if (level && s->kind == ILIR_LOOP && s->bind == ILIR_BIND_BLOCK) {
+      i += split_grid(a, k, b, i, rows);
+      continue;
+    }
+    if (s->kind == ILIR_LOOP) grid_levels(a, k, &s->body, s->loop == ILIR_LOOP_LEVELS, rows);
+    if (s->kind == ILIR_IF)
+      grid_levels(a, k, &s->then, level, rows), grid_levels(a, k, &s->els, level, rows);
+  }
+}
+
 static void cache_params(CtxDiag *diag, IlirKernel *k, const SchedGpuPlan *gpu) {
   long used = 0;
   for (int c = 0; c < gpu->ncache; c++) {
@@ -205,10 +305,14 @@ static void cache_params(CtxDiag *diag, IlirKernel *k, const SchedGpuPlan *gpu) 
   }
 }
 
-bool sched_gpu_apply(CtxDiag *diag, IlirKernel *k, const SchedGpuPlan *gpu) {
+bool sched_gpu_apply(CtxArena *arena, CtxDiag *diag, IlirKernel *k, const SchedGpuPlan *gpu) {
   int bad = 0;
   if (gpu->bind_blocks) bind_nodes(&k->body, false, gpu->rows, &bad);
-  if (gpu->bind_blocks && !bad) bind_nodes(&k->body, true, gpu->rows, &bad);
+  if (gpu->bind_blocks && !bad) {
+    bind_nodes(&k->body, true, gpu->rows, &bad);
+    if (gpu->rows == SCHED_ROWS_AUTO || gpu->rows == SCHED_ROWS_GRID)
+      grid_levels(arena, k, &k->body, false, gpu->rows);
+  }
   cache_params(diag, k, gpu);
   return sched_gpu_verify(k, diag);
 }
@@ -271,6 +375,25 @@ static void check_block_loads(Phase *P, const IlirBlock *b) {
   }
 }
 
+/* A GRID loop (split_grid): warp loops only, each storing at its node's row:
+ * its index n * cn + i * ci + ..., with the rows of the nodes apart by at
+ * least a row of the loop's (|cn| >= |ci| x its iterations, a constant
+ * count), so the grid's warps store distinct elements; the WARP loops are
+ * then checked as phases. */
+static bool grid_sound(const IlirStmt *s) {
+  for (int i = 0; i < s->body.n; i++) {
+    const IlirStmt *w = s->body.stmts[i];
+    if (w->kind != ILIR_LOOP || w->bind != ILIR_BIND_WARP || w->body.n != 1 ||
+        w->lo->kind != ILIR_CONST || w->hi->kind != ILIR_CONST)
+      return false;
+    long cn = ilir_coef(w->body.stmts[0]->index, s->var);
+    long ci = ilir_coef(w->body.stmts[0]->index, w->var);
+    if (cn == 0 || cn == ILIR_NONLINEAR || ci == 0 || ci == ILIR_NONLINEAR) return false;
+    if (labs(cn) < labs(ci) * (w->hi->ival - w->lo->ival)) return false;
+  }
+  return true;
+}
+
 static bool verify_block(const IlirKernel *k, CtxDiag *diag, const IlirBlock *b, bool in_block) {
   bool ok = true;
   for (int i = 0; i < b->n && ok; i++) {
@@ -298,9 +421,14 @@ static bool verify_block(const IlirKernel *k, CtxDiag *diag, const IlirBlock *b,
                        : "a thread loop outside a block loop");
       return false;
     }
-    bool blk = s->kind == ILIR_LOOP && s->bind == ILIR_BIND_BLOCK;
+    bool blk = s->kind == ILIR_LOOP && (s->bind == ILIR_BIND_BLOCK || s->bind == ILIR_BIND_GRID);
     if (blk && s->loop != ILIR_LOOP_NODES) {
-      CTX_ICE(diag, "sched: a block loop that is not a nodes loop in kernel '%s'", k->name);
+      CTX_ICE(diag, "sched: a block or grid loop that is not a nodes loop in kernel '%s'", k->name);
+      return false;
+    }
+    if (s->kind == ILIR_LOOP && s->bind == ILIR_BIND_GRID && !grid_sound(s)) {
+      CTX_ICE(diag, "sched: unsound grid loop in kernel '%s': not warp loops only, each storing "
+              "at its node's row", k->name);
       return false;
     }
     ok = verify_block(k, diag, &s->body, blk) && verify_block(k, diag, &s->then, false) &&

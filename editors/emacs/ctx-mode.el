@@ -70,7 +70,7 @@
   "DIRECTIVE words: schedule verbs (only inside a schedule body).")
 
 (defconst ctx-mode-schedarg-words
-  '("by" "to" "shared" "registers" "block" "thread" "warp")
+  '("by" "to" "shared" "registers" "block" "thread" "warp" "grid")
   "SCHEDARG words: words inside schedule directives (only in a schedule body).")
 
 ;;;; Syntax table

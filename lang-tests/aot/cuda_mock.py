@@ -9,9 +9,12 @@ structures (roots and all nodes) and treelstm with its CUDA schedule, at H=8
 and at H=64, where the schedule caches 64 KB of weights in shared memory:
 above the 48 KB a kernel gets without the opt-in, which the mock (as the
 driver) refuses unless the runtime set the function's
-MAX_DYNAMIC_SHARED_SIZE_BYTES first. Each launch's dynamic shared memory is
-reported by the mock and checked against the case's bounds. Prints one line
-per case and `N passed, N failed`; exits 1 on a failure.
+MAX_DYNAMIC_SHARED_SIZE_BYTES first; and treelstm at H=32 under a schedule
+that spreads each level's sums over the whole grid (`bind i to grid`), which
+must launch every co-resident block (the mock's 4 SMs x 2). Each launch's
+dynamic shared memory and grid are reported by the mock and checked against
+the case's bounds. Prints one line per case and `N passed, N failed`; exits 1
+on a failure.
 
     cuda_mock.py --ctx CTX --gpu-run GPU_RUN --mock LIBMOCK.so
 """
@@ -31,7 +34,10 @@ sys.path.insert(0, os.path.join(REPO, "lang-tests", "oracle"))
 import make_data  # noqa: E402
 
 SCHED = ["-s", os.path.join(REPO, "examples", "treelstm.cuda.sched")]
+GRID = ["-s", "GRID"]  # the grid schedule, written in main()
+GRID_TEXT = "schedule treelstm for cuda {\n  specialize leaf\n  bind node to block, i to grid\n}\n"
 DEFAULT_SHARED = 48 * 1024  # dynamic shared memory per block without the opt-in
+CO_RESIDENT = 4 * 2  # mock_cuda.c: SMS x PER_SM
 
 # model, dims, shape class, extra ctx flags, (min, max) dynamic shared memory
 # every launch must ask for
@@ -47,6 +53,8 @@ CASES = [
     ("childsum", {"H": 12, "V": 50, "K": 4}, "tree-batch", [], (0, DEFAULT_SHARED)),
     ("dagrnn", {"H": 16}, "dag-batch", [], (0, DEFAULT_SHARED)),
     ("seqlstm", {"H": 16, "V": 50}, "seq-batch", [], (0, DEFAULT_SHARED)),
+    # a caterpillar of 13 nodes: 7 leaves, every level narrower than the grid
+    ("treelstm", {"H": 32, "V": 50}, "chain", GRID, (0, 0)),
 ]
 
 
@@ -59,8 +67,12 @@ def check(a, tmp, i, model, dims, shape, extra, shared):
     os.makedirs(d)
     src = os.path.join(REPO, "examples", model + ".ctx")
     inp = os.path.join(d, "input.txt")
-    make_data.make_input(inp, shape, make_data.input_dims(model, dims), seed=i + 1)
+    make_data.make_input(inp, shape, make_data.input_dims(model, dims), seed=i + 1,
+                         n=13 if extra == GRID else None)
     fmt = make_data.shape_format(shape)
+    all_blocks = extra == GRID
+    if all_blocks:
+        extra = ["-s", os.path.join(tmp, "treelstm.grid.cuda.sched")]
     gpu, cpu = os.path.join(d, "gpu"), os.path.join(d, "cpu")
     flags = dims_args(dims) + extra
     for out, more in ((gpu, []), (cpu, ["--on-cpu"])):
@@ -93,10 +105,14 @@ def check(a, tmp, i, model, dims, shape, extra, shared):
                                                               "roots"))
     # every launch's dynamic shared memory within the case's bounds (and there
     # were launches: two runs of --repeat 2, at least two each)
-    launched = []
+    launched, grids = [], []
     if os.path.exists(report):
         with open(report) as f:
-            launched = [int(line.split()[1]) for line in f if line.startswith("shared ")]
+            words = [line.split() for line in f if line.startswith("shared ")]
+        launched, grids = [int(w[1]) for w in words], [int(w[3]) for w in words]
+    if all_blocks and any(g != CO_RESIDENT for g in grids):
+        fails.append("grids of %s blocks, expected every co-resident block (%d)"
+                     % (sorted(set(grids)), CO_RESIDENT))
     lo, hi = shared
     if not fails and len(launched) < 4:
         fails.append("%d launches reported, expected at least 4" % len(launched))
@@ -115,6 +131,8 @@ def main():
     a = ap.parse_args()
     passed = failed = 0
     with tempfile.TemporaryDirectory() as tmp:
+        with open(os.path.join(tmp, "treelstm.grid.cuda.sched"), "w") as f:
+            f.write(GRID_TEXT)
         for i, (model, dims, shape, extra, shared) in enumerate(CASES):
             name = "%s %s %s %s" % (model, shape, " ".join("%s=%s" % kv for kv in dims.items()),
                                     " ".join(os.path.basename(x) for x in extra))

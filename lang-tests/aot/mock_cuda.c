@@ -20,8 +20,9 @@
  * function's CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES was set to at
  * least that amount first (cuFuncSetAttribute, up to the opt-in limit).
  * MOCK_CUDA_NBUFS is the kernel's buffer count (for the table check); where
- * MOCK_CUDA_REPORT names a file, each launch appends a line `shared N` (its
- * dynamic shared memory) to it, so a test can tell which path it ran.
+ * MOCK_CUDA_REPORT names a file, each launch appends a line `shared N blocks
+ * G` (its dynamic shared memory and grid) to it, so a test can tell which path
+ * it ran.
  */
 #include <dlfcn.h>
 #include <stdint.h>
@@ -210,7 +211,7 @@ CUresult cuLaunchCooperativeKernel(void *f, unsigned gx, unsigned gy, unsigned g
   const char *report = getenv("MOCK_CUDA_REPORT");
   FILE *rf = report ? fopen(report, "a") : NULL;
   if (report && !rf) die("MOCK_CUDA_REPORT cannot be opened");
-  if (rf) fprintf(rf, "shared %u\n", shm), fclose(rf);
+  if (rf) fprintf(rf, "shared %u blocks %u\n", shm, gx), fclose(rf);
   KernelFn kernel;
   *(void **)&kernel = f; /* dlsym's result (POSIX) */
   kernel(bufs, nodes, levels, 0, 1, NULL, NULL);

@@ -55,7 +55,7 @@ static IlirBlock block(T *t, int n, IlirStmt **s) {
 
 static IlirStmt *bound(T *t, IlirVar *v, IlirBind bind, IlirLoopKind kind, int n,
                        IlirStmt **body) {
-  long hi = bind == ILIR_BIND_BLOCK ? 4 : 8;
+  long hi = bind == ILIR_BIND_BLOCK || bind == ILIR_BIND_GRID ? 4 : 8;
   IlirStmt *s = ilir_loop(t->a, v, ilir_const_i(t->a, 0), ilir_const_i(t->a, hi), kind,
                           block(t, n, body));
   s->bind = bind;
@@ -210,6 +210,46 @@ START_TEST(test_warp_sum_strided) {
 }
 END_TEST
 
+/* The kernel: one grid loop over n (ILIR_BIND_GRID) holding [body]. */
+static bool verify_grid(T *t, int n, IlirStmt **body) {
+  IlirStmt *grid = bound(t, t->n, ILIR_BIND_GRID, ILIR_LOOP_NODES, n, body);
+  t->k->body = block(t, 1, &grid);
+  t->k->nvars = 3;
+  return sched_gpu_verify(t->k, &t->diag);
+}
+
+START_TEST(test_grid_sound) {
+  T t;
+  t_init(&t);
+  IlirStmt *w = sum_loop(&t, ILIR_BIND_WARP, 32); /* x[n * 8 + i], i < 8 */
+  ck_assert(verify_grid(&t, 1, &w));
+  ck_assert_int_eq(t.diag.ice, 0);
+  t_done(&t);
+}
+END_TEST
+
+/* a thread loop in a grid loop; warps whose rows overlap (x[n * 4 + i] for
+ * i < 8: node n's i = 4 is node n + 1's i = 0) */
+START_TEST(test_grid_unsound) {
+  T t;
+  t_init(&t);
+  IlirStmt *s = ilir_store(t.a, t.x, row(&t, t.i, 0), ilir_const_f(t.a, 1));
+  IlirStmt *thr = thread_loop(&t, t.i, 1, &s);
+  ck_assert(!verify_grid(&t, 1, &thr));
+  ck_assert_int_eq(t.diag.ice, 1);
+  t_done(&t);
+  t_init(&t);
+  IlirStmt *w = sum_loop(&t, ILIR_BIND_WARP, 32);
+  IlirExpr *at = ilir_binary(t.a, ILIR_ADD,
+                             ilir_binary(t.a, ILIR_MUL, ilir_var(t.a, t.n), ilir_const_i(t.a, 4)),
+                             ilir_var(t.a, t.i));
+  w->body.stmts[0] = ilir_store(t.a, t.x, at, w->body.stmts[0]->value);
+  ck_assert(!verify_grid(&t, 1, &w));
+  ck_assert_int_eq(t.diag.ice, 1);
+  t_done(&t);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("sched_gpu");
   TCase *tc = tcase_create("verify");
@@ -222,6 +262,8 @@ int main(void) {
   tcase_add_test(tc, test_warp_sum_sound);
   tcase_add_test(tc, test_warp_loop_not_a_sum);
   tcase_add_test(tc, test_warp_sum_strided);
+  tcase_add_test(tc, test_grid_sound);
+  tcase_add_test(tc, test_grid_unsound);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

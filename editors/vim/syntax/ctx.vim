@@ -50,7 +50,7 @@ syn keyword ctxDirective contained persist cache bind
 syn keyword ctxDirective contained hoist_invariant hoist_products hoist_local all_deps
 syn keyword ctxDirective contained share_weights direct_results leaf_views
 " SCHEDARG: only inside a schedule body
-syn keyword ctxSchedarg contained by to shared registers block thread warp
+syn keyword ctxSchedarg contained by to shared registers block thread warp grid
 
 " ---- declarations -------------------------------------------------------------
 syn match ctxDeclName  contained "\h\w*"
