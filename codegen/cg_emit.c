@@ -618,15 +618,12 @@ static LLVMValueRef barrier_skippable(CgEmit *E, LLVMValueRef l) {
 
 enum { WARP_LANES = 32 };
 
-/* The store [s] of a WARP loop's iteration (ilir_warp_sum: out[idx] =
- * sum(r in [lo, hi)) x) with this thread's [lane] of the warp: the lane adds
- * the terms lo + lane, lo + lane + 32, ...; the target's warp_sum folds the
- * lanes' parts; lane 0 stores. Where the range is a multiple of 32 terms the
- * loop counts the lane's terms, a constant, so LLVM unrolls it and the
- * lane's loads are in flight together (from the lane up to hi, the count
- * depends on the lane). */
-static void emit_warp_store(CgEmit *E, const IlirStmt *s, LLVMValueRef lane) {
-  const IlirExpr *e = s->value;
+/* This [lane]'s part of the sum [e] = sum(r in [lo, hi)) x of a WARP loop
+ * (emit_warp_store): the terms lo + lane, lo + lane + 32, ... Where the
+ * range is a multiple of 32 terms the loop counts the lane's terms, a
+ * constant, so LLVM unrolls it and the lane's loads are in flight together
+ * (from the lane up to hi, the count depends on the lane). */
+static LLVMValueRef lane_part(CgEmit *E, const IlirExpr *e, LLVMValueRef lane) {
   long span = e->hi->ival - e->lo->ival; /* constants: ilir_warp_sum */
   bool whole = span % WARP_LANES == 0;
   LLVMValueRef lo = LLVMBuildAdd(E->b, cg_emit_expr(E, e->lo), lane, "");
@@ -649,7 +646,26 @@ static void emit_warp_store(CgEmit *E, const IlirStmt *s, LLVMValueRef lane) {
   LLVMValueRef vals[2] = {const_f32(E, 0), next};
   LLVMBasicBlockRef from[2] = {L.pre, end};
   LLVMAddIncoming(acc, vals, from, 2);
-  LLVMValueRef sum = E->tgt->warp_sum(E->b, E->mod, acc);
+  return acc;
+}
+
+/* The store [s] of a WARP loop's iteration (ilir_warp_terms: out[idx] = one
+ * or several sums added) with this thread's [lane] of the warp: the lane
+ * adds its part of each sum (lane_part); the target's warp_sum folds the
+ * lanes' parts; lane 0 stores. */
+static void emit_warp_store(CgEmit *E, const IlirStmt *s, LLVMValueRef lane) {
+  IlirExpr *terms[ILIR_WARP_MAX_TERMS];
+  LLVMValueRef part = NULL;
+  int nt = ilir_sum_terms(s->value, terms, ILIR_WARP_MAX_TERMS);
+  for (int t = 0; t < nt && t < ILIR_WARP_MAX_TERMS && !E->failed; t++) {
+    LLVMValueRef p = lane_part(E, terms[t], lane);
+    part = part ? LLVMBuildFAdd(E->b, part, p, "") : p;
+  }
+  if (!part) {
+    cg_fail(E, E->f32, "a warp loop without sums, buffer", s->buf);
+    return;
+  }
+  LLVMValueRef sum = E->tgt->warp_sum(E->b, E->mod, part);
   LLVMBasicBlockRef st = cg_new_block(E, "warp.store"), done = cg_new_block(E, "warp.done");
   LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntEQ, lane, cg_const_i64(E, 0), ""), st, done);
   LLVMPositionBuilderAtEnd(E->b, st);

@@ -327,12 +327,17 @@ bool ilir_tile_parts(const IlirKernel *k, const IlirStmt *s, IlirTileParts *part
 bool ilir_tiled_parts(const IlirKernel *k, const IlirStmt *s, const IlirStmt **out_loop,
                       const IlirStmt **store);
 /* Can a GPU warp compute each iteration of the loop [s] (ILIR_BIND_WARP): is
- * its body one store of a sum over a constant range of at least 32 terms?
- * With [strided], also: does a load of the sum read along the sum's variable
- * (coefficient 1) at places 32 or more elements apart from one iteration of
- * [s] to the next (a weight row per output: one thread per output would read
- * 32 rows at once, a warp reads one row along its lanes)? */
+ * its body one store of a sum over a constant range of at least 32 terms, or
+ * of several such sums added (treefc's W0 h0 + W1 h1)? With [strided], also:
+ * does a load of one of the sums read along its variable (coefficient 1) at
+ * places 32 or more elements apart from one iteration of [s] to the next (a
+ * weight row per output: one thread per output would read 32 rows at once,
+ * a warp reads one row along its lanes)? */
 bool ilir_warp_sum(const IlirStmt *s, bool strided);
+enum { ILIR_WARP_MAX_TERMS = 8 };
+/* The sums of such a loop's store into [terms] (ILIR_WARP_MAX_TERMS at
+ * most); returns their number, 0 when it is not one. */
+int ilir_warp_terms(const IlirStmt *s, IlirExpr **terms);
 /* [e] with [v] replaced by [by]; new nodes where anything changed
  * (expressions may be shared), [e] itself where nothing did. */
 IlirExpr *ilir_subst(CtxArena *a, IlirExpr *e, const IlirVar *v, IlirExpr *by);

@@ -413,13 +413,25 @@ static bool loads_rows(const IlirExpr *e, const IlirVar *r, const IlirVar *i) {
   return loads_rows(e->a, r, i) || loads_rows(e->b, r, i) || loads_rows(e->c, r, i);
 }
 
+int ilir_warp_terms(const IlirStmt *s, IlirExpr **terms) {
+  if (s->kind != ILIR_LOOP || s->body.n != 1 || s->body.stmts[0]->kind != ILIR_STORE) return 0;
+  int n = ilir_sum_terms(s->body.stmts[0]->value, terms, ILIR_WARP_MAX_TERMS);
+  if (n < 1 || n > ILIR_WARP_MAX_TERMS) return 0;
+  for (int t = 0; t < n; t++) {
+    const IlirExpr *v = terms[t];
+    if (v->kind != ILIR_REDUCE || v->op != ILIR_SUM || v->lo->kind != ILIR_CONST ||
+        v->hi->kind != ILIR_CONST || v->hi->ival - v->lo->ival < 32)
+      return 0;
+  }
+  return n;
+}
+
 bool ilir_warp_sum(const IlirStmt *s, bool strided) {
-  if (s->kind != ILIR_LOOP || s->body.n != 1 || s->body.stmts[0]->kind != ILIR_STORE) return false;
-  const IlirExpr *v = s->body.stmts[0]->value;
-  if (v->kind != ILIR_REDUCE || v->op != ILIR_SUM || v->lo->kind != ILIR_CONST ||
-      v->hi->kind != ILIR_CONST || v->hi->ival - v->lo->ival < 32)
-    return false;
-  return !strided || loads_rows(v->a, v->var, s->var);
+  IlirExpr *terms[ILIR_WARP_MAX_TERMS];
+  int n = ilir_warp_terms(s, terms);
+  for (int t = 0; t < n && strided; t++)
+    if (loads_rows(terms[t]->a, terms[t]->var, s->var)) return true;
+  return n > 0 && !strided;
 }
 
 bool ilir_tile_parts(const IlirKernel *k, const IlirStmt *s, IlirTileParts *parts) {

@@ -220,6 +220,59 @@ static bool reads_any_stored(const IlirKernel *k, const IlirStmt *s, IlirStmt *c
   return false;
 }
 
+/* Does [e] contain a reduction? */
+static bool has_reduce(const IlirExpr *e) {
+  return e && (e->kind == ILIR_REDUCE || has_reduce(e->a) || has_reduce(e->b) ||
+               has_reduce(e->c) || has_reduce(e->lo) || has_reduce(e->hi));
+}
+
+/* [e] (inside a sum over [r]) with each load of a buffer that a loop of
+ * [body] before [at] stores — `for j { X[ix(j)] = f(j) }`, f elementwise
+ * (no reduction), itself so rewritten for what it reads from the loops
+ * before it — replaced by f at the element it reads, where the load is
+ * X[ix(r)]: a sum over treegru's `s = h0 + h1` reads the children's rows
+ * themselves. A load that does not fit stays (the sum then reads what the
+ * body stores, and keeps its block). */
+static IlirExpr *inline_producers(CtxArena *a, const IlirKernel *k, IlirExpr *e, const IlirVar *r,
+                                  IlirStmt *const *body, int at) {
+  if (!e) return NULL;
+  if (e->kind == ILIR_LOAD) {
+    for (int q = 0; q < at; q++) {
+      IlirStmt *p = body[q];
+      if (!stmt_stores(p, e->buf)) continue;
+      const IlirStmt *st = p->kind == ILIR_LOOP && p->body.n == 1 ? p->body.stmts[0] : NULL;
+      if (!st || st->kind != ILIR_STORE || st->buf != e->buf || has_reduce(st->value) ||
+          !ilir_same_expr(e->a, st->index, r, p->var) || stmt_loads(p, e->buf))
+        return e;
+      for (int q2 = q + 1; q2 < at; q2++) /* the last store of X before the sum */
+        if (stmt_stores(body[q2], e->buf)) return e;
+      IlirExpr *f = ilir_subst(a, st->value, p->var, ilir_var(a, (IlirVar *)r));
+      return inline_producers(a, k, f, r, body, q);
+    }
+    return e;
+  }
+  IlirExpr *x = inline_producers(a, k, e->a, r, body, at);
+  IlirExpr *y = inline_producers(a, k, e->b, r, body, at);
+  IlirExpr *c = inline_producers(a, k, e->c, r, body, at);
+  if (x == e->a && y == e->b && c == e->c) return e;
+  IlirExpr *copy = CTX_NEW(a, IlirExpr);
+  *copy = *e;
+  copy->a = x, copy->b = y, copy->c = c;
+  return copy;
+}
+
+/* inline_producers on each sum of the sum tree [e] (a WARP loop's value). */
+static IlirExpr *inline_sums(CtxArena *a, const IlirKernel *k, IlirExpr *e, IlirStmt *const *body,
+                             int at) {
+  if (e->kind == ILIR_REDUCE) {
+    IlirExpr *v = inline_producers(a, k, e->a, e->var, body, at);
+    return v == e->a ? e : ilir_reduce(a, e->op, e->var, e->lo, e->hi, v);
+  }
+  if (e->kind != ILIR_BINARY || e->op != ILIR_ADD) return e;
+  IlirExpr *x = inline_sums(a, k, e->a, body, at), *y = inline_sums(a, k, e->b, body, at);
+  return x == e->a && y == e->b ? e : ilir_binary(a, ILIR_ADD, x, y);
+}
+
 /* Multiply-adds per node at which a level's sums go to the whole grid by
  * default: 64 Ki (256 KiB of float weights a node). One multiprocessor
  * streams that from L2 in a few microseconds, longer than the grid barrier
@@ -241,12 +294,23 @@ static int split_grid(CtxArena *a, const IlirKernel *k, IlirBlock *b, int at, Sc
   IlirStmt **kept = CTX_NEW_ARRAY(a, IlirStmt *, s->body.n);
   int nm = 0, nk = 0;
   long macs = 0;
+  IlirStmt **inlined = CTX_NEW_ARRAY(a, IlirStmt *, s->body.n); /* per moved loop, or NULL */
   for (int i = 0; i < s->body.n; i++) {
-    IlirStmt *w = s->body.stmts[i];
+    IlirStmt *w = s->body.stmts[i], *cand = w, *ist = NULL;
+    if (w->kind == ILIR_LOOP && w->bind == ILIR_BIND_WARP) {
+      /* a sum of what the body's earlier loops computed elementwise from
+       * earlier levels reads those levels itself, if it moves */
+      IlirStmt *st = w->body.stmts[0];
+      IlirExpr *v = inline_sums(a, k, st->value, s->body.stmts, i);
+      if (v != st->value) {
+        ist = ilir_store(a, st->buf, st->index, v);
+        cand = ilir_loop(a, w->var, w->lo, w->hi, w->loop, (IlirBlock){&ist, 1});
+      }
+    }
     int out = w->body.n == 1 ? w->body.stmts[0]->buf : -1;
     bool ok = w->kind == ILIR_LOOP && w->bind == ILIR_BIND_WARP && w->lo->kind == ILIR_CONST &&
               w->hi->kind == ILIR_CONST &&
-              !reads_any_stored(k, w, s->body.stmts, i) && !reads_any_stored(k, w, b->stmts, at) &&
+              !reads_any_stored(k, cand, s->body.stmts, i) && !reads_any_stored(k, cand, b->stmts, at) &&
               ilir_coef(w->body.stmts[0]->index, s->var) != 0 &&
               ilir_coef(w->body.stmts[0]->index, s->var) != ILIR_NONLINEAR;
     for (int j = 0; ok && j < nk; j++) ok = !stmt_loads(kept[j], out) && !stmt_stores(kept[j], out);
@@ -254,11 +318,16 @@ static int split_grid(CtxArena *a, const IlirKernel *k, IlirBlock *b, int at, Sc
       kept[nk++] = w;
       continue;
     }
-    const IlirExpr *sum = w->body.stmts[0]->value;
-    macs += (w->hi->ival - w->lo->ival) * (sum->hi->ival - sum->lo->ival);
+    IlirExpr *terms[ILIR_WARP_MAX_TERMS];
+    int nt = ilir_warp_terms(w, terms);
+    for (int t = 0; t < nt; t++)
+      macs += (w->hi->ival - w->lo->ival) * (terms[t]->hi->ival - terms[t]->lo->ival);
+    inlined[nm] = ist;
     moved[nm++] = w;
   }
   if (nm == 0 || (rows == SCHED_ROWS_AUTO && macs < GRID_MIN_MACS)) return 0;
+  for (int m = 0; m < nm; m++)
+    if (inlined[m]) moved[m]->body.stmts[0] = inlined[m];
   IlirStmt *grid = ilir_loop(a, s->var, s->lo, s->hi, ILIR_LOOP_NODES, (IlirBlock){moved, nm});
   grid->team_lo = s->team_lo, grid->team_hi = s->team_hi;
   grid->bind = ILIR_BIND_GRID;
