@@ -281,8 +281,9 @@ static IlirExpr *inline_sums(CtxArena *a, const IlirKernel *k, IlirExpr *e, Ilir
 enum { GRID_MIN_MACS = 64 * 1024 };
 
 /* Splits the block loop [b->stmts[at]] of a level: the WARP loops of its
- * body that read nothing an earlier statement of the body or of [b] stores,
- * and whose output no earlier statement of the body reads or writes, move
+ * body that read nothing an earlier statement of the body or of [b] stores
+ * (after inline_sums), and whose output no earlier statement of the body
+ * reads or writes, move
  * into a NODES loop before it bound to the grid (ILIR_BIND_GRID): every
  * (node, output) pair one warp's, all the grid's warps at work on a level of
  * one node; a grid barrier after it. By default only where they are
@@ -307,13 +308,16 @@ static int split_grid(CtxArena *a, const IlirKernel *k, IlirBlock *b, int at, Sc
         cand = ilir_loop(a, w->var, w->lo, w->hi, w->loop, (IlirBlock){&ist, 1});
       }
     }
-    int out = w->body.n == 1 ? w->body.stmts[0]->buf : -1;
     bool ok = w->kind == ILIR_LOOP && w->bind == ILIR_BIND_WARP && w->lo->kind == ILIR_CONST &&
-              w->hi->kind == ILIR_CONST &&
-              !reads_any_stored(k, cand, s->body.stmts, i) && !reads_any_stored(k, cand, b->stmts, at) &&
-              ilir_coef(w->body.stmts[0]->index, s->var) != 0 &&
-              ilir_coef(w->body.stmts[0]->index, s->var) != ILIR_NONLINEAR;
-    for (int j = 0; ok && j < nk; j++) ok = !stmt_loads(kept[j], out) && !stmt_stores(kept[j], out);
+              w->hi->kind == ILIR_CONST && !reads_any_stored(k, cand, s->body.stmts, i) &&
+              !reads_any_stored(k, cand, b->stmts, at);
+    if (ok) {
+      long cn = ilir_coef(w->body.stmts[0]->index, s->var);
+      int out = w->body.stmts[0]->buf;
+      ok = cn != 0 && cn != ILIR_NONLINEAR;
+      for (int j = 0; ok && j < i; j++)
+        ok = !stmt_loads(s->body.stmts[j], out) && !stmt_stores(s->body.stmts[j], out);
+    }
     if (!ok) {
       kept[nk++] = w;
       continue;
