@@ -231,8 +231,41 @@ static bool has_reduce(const IlirExpr *e) {
  * (no reduction), itself so rewritten for what it reads from the loops
  * before it — replaced by f at the element it reads, where the load is
  * X[ix(r)]: a sum over treegru's `s = h0 + h1` reads the children's rows
- * themselves. A load that does not fit stays (the sum then reads what the
- * body stores, and keeps its block). */
+ * themselves; or a sum over the children accumulated in X
+ * (inline_accumulation). A load that does not fit stays (the sum then reads
+ * what the body stores, and keeps its block). */
+static IlirExpr *inline_producers(CtxArena *a, const IlirKernel *k, IlirExpr *e, const IlirVar *r,
+                                  IlirStmt *const *body, int at);
+
+/* The sum X[ix(r)] = sum(c in [lo, hi)) f(c, r) where [body][q] zeroes X
+ * (`for j { X[ix(j)] = 0 }`) and [body][q + 1] is the only other store of it
+ * before [at], adding to it (`for c in [lo, hi) { for j { X[ix(j)] = X[ix(j)]
+ * + f(c, j) } }`: childsum's sum over the children), f itself inlined; or
+ * NULL. [e] is the load X[ix(r)]. */
+static IlirExpr *inline_accumulation(CtxArena *a, const IlirKernel *k, const IlirExpr *e,
+                                     const IlirVar *r, IlirStmt *const *body, int q, int at) {
+  const IlirStmt *z = body[q], *acc = q + 1 < at ? body[q + 1] : NULL;
+  const IlirStmt *zs = z->kind == ILIR_LOOP && z->body.n == 1 ? z->body.stmts[0] : NULL;
+  if (!zs || zs->kind != ILIR_STORE || zs->buf != e->buf || zs->value->kind != ILIR_CONST ||
+      zs->value->fval != 0 || !ilir_same_expr(e->a, zs->index, r, z->var) || !acc ||
+      acc->kind != ILIR_LOOP || acc->body.n != 1)
+    return NULL;
+  const IlirStmt *in = acc->body.stmts[0];
+  const IlirStmt *st = in->kind == ILIR_LOOP && in->body.n == 1 ? in->body.stmts[0] : NULL;
+  if (!st || st->kind != ILIR_STORE || st->buf != e->buf || !ilir_same_expr(e->a, st->index, r, in->var))
+    return NULL;
+  const IlirExpr *v = st->value; /* X[ix(j)] + f */
+  if (v->kind != ILIR_BINARY || v->op != ILIR_ADD || v->a->kind != ILIR_LOAD || v->a->buf != e->buf ||
+      !ilir_same_expr(v->a->a, st->index, NULL, NULL) || ilir_reads(v->b, e->buf) ||
+      has_reduce(v->b) || ilir_reads(acc->lo, e->buf) || ilir_reads(acc->hi, e->buf))
+    return NULL;
+  for (int q2 = q + 2; q2 < at; q2++)
+    if (stmt_stores(body[q2], e->buf)) return NULL;
+  IlirExpr *f = ilir_subst(a, v->b, in->var, ilir_var(a, (IlirVar *)r));
+  f = inline_producers(a, k, f, r, body, q);
+  return ilir_reduce(a, ILIR_SUM, acc->var, acc->lo, acc->hi, f);
+}
+
 static IlirExpr *inline_producers(CtxArena *a, const IlirKernel *k, IlirExpr *e, const IlirVar *r,
                                   IlirStmt *const *body, int at) {
   if (!e) return NULL;
@@ -240,6 +273,8 @@ static IlirExpr *inline_producers(CtxArena *a, const IlirKernel *k, IlirExpr *e,
     for (int q = 0; q < at; q++) {
       IlirStmt *p = body[q];
       if (!stmt_stores(p, e->buf)) continue;
+      IlirExpr *red = inline_accumulation(a, k, e, r, body, q, at);
+      if (red) return red;
       const IlirStmt *st = p->kind == ILIR_LOOP && p->body.n == 1 ? p->body.stmts[0] : NULL;
       if (!st || st->kind != ILIR_STORE || st->buf != e->buf || has_reduce(st->value) ||
           !ilir_same_expr(e->a, st->index, r, p->var) || stmt_loads(p, e->buf))
