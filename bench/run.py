@@ -341,6 +341,8 @@ def machine(bin_dir, quick, cpu, env):
     b = kv("blas")
     m["corename"], m["sgemm1"], m["sgemm2"] = b["corename"], float(b["sgemm1_gflops"]), float(
         b["sgemm2_gflops"])
+    t = re.search(r"^tile: rows=(\d+) vectors=(\d+) gflops=([\d.]+)$", out, re.M)
+    m["tile"] = (int(t.group(1)), int(t.group(2)), float(t.group(3))) if t else None
     return m
 
 
@@ -355,6 +357,8 @@ def best_of(m1, m2):
     two = dict(m2["sweep"])
     m["sweep"] = [(b, max(g, two.get(b, 0))) for b, g in m1["sweep"]]
     m["sgemm1"], m["sgemm2"] = max(m1["sgemm1"], m2["sgemm1"]), max(m1["sgemm2"], m2["sgemm2"])
+    if m1.get("tile") and m2.get("tile"):
+        m["tile"] = max(m1["tile"], m2["tile"], key=lambda t: t[2])
     m["probes"] = 2
     return m
 
@@ -393,6 +397,11 @@ def header(m, env, ratios_ok):
             env["OPENBLAS_CORETYPE"], blas_variant(), m["corename"], m["sgemm1"],
             100 * m["sgemm1"] / m["peak"], m["sgemm2"]),
     ]
+    if m.get("tile"):
+        rows, vecs, g = m["tile"]
+        lines.append("register tile (ctx's level-product loop, %d rows x %d vectors, weights and"
+                     " x in L1; beside the limit, not in it): %.1f GFLOP/s, %.0f%% of the FMA peak"
+                     % (rows, vecs, g, 100 * g / m["peak"]))
     if not ratios_ok:
         lines.append("RATIOS WITHHELD: OpenBLAS's sgemm runs below 70% of the FMA peak (or a "
                      "baseline ran on another kernel): the baselines are not at their best")

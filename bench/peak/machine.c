@@ -16,6 +16,9 @@
  * Every figure is the best of many short rounds (see fma_peak()).
  * 4. OpenBLAS: openblas_get_corename() and a large sgemm (512^3) on 1 and 2
  *    threads — whether the baselines run on OpenBLAS's real kernel for this CPU.
+ * 5. A register tile: the inner loop of ctx's level products (6 rows x 4
+ *    vectors with AVX-512, 6 x 2 with AVX2; weights from L1) — not a limit the
+ *    table divides by, but what such a loop reaches beside the FMA peak.
  * Prints key=value lines the runner (bench/run.py) parses:
  *   cpu: model=.. family=.. vendor=..
  *   cache: level=L bytes=N source=sysfs|cpuid
@@ -25,6 +28,7 @@
  *   bw: level=L1|L2|L3|DRAM bytes=S gbps=B
  *   sweep: bytes=S gbps=B
  *   blas: corename=.. sgemm1_gflops=G sgemm2_gflops=G
+ *   tile: rows=R vectors=V gflops=G
  * usage: machine [--quick]
  */
 #include <cblas.h>
@@ -102,6 +106,80 @@ static double fma_peak(int lanes, double secs) {
     if (g > best) best = g;
   } while (now_s() < t_end);
   (void)sink;
+  return best;
+}
+
+/* ---- a register tile ------------------------------------------------------------- */
+
+/* The loop of a register-tiled level product (codegen/cg_tile.c): TILE_ROWS
+ * rows x V vectors of outputs in accumulators; each step loads one row of V
+ * weight vectors and broadcasts each row's x from memory. TILE_K rows of
+ * weights (32 KiB with AVX-512): a panel that stays in L1. */
+enum { TILE_ROWS = 6, TILE_K = 128 };
+
+__attribute__((target("avx512f"))) static double tile_avx512(const float *w, const float *x,
+                                                             long reps) {
+  __m512 c[TILE_ROWS][4];
+  for (int b = 0; b < TILE_ROWS; b++)
+    for (int v = 0; v < 4; v++) c[b][v] = _mm512_setzero_ps();
+  for (long i = 0; i < reps; i++)
+    for (int r = 0; r < TILE_K; r++) {
+      __m512 w0 = _mm512_load_ps(w + r * 64), w1 = _mm512_load_ps(w + r * 64 + 16);
+      __m512 w2 = _mm512_load_ps(w + r * 64 + 32), w3 = _mm512_load_ps(w + r * 64 + 48);
+      for (int b = 0; b < TILE_ROWS; b++) {
+        __m512 xb = _mm512_set1_ps(x[b * TILE_K + r]);
+        c[b][0] = _mm512_fmadd_ps(xb, w0, c[b][0]), c[b][1] = _mm512_fmadd_ps(xb, w1, c[b][1]);
+        c[b][2] = _mm512_fmadd_ps(xb, w2, c[b][2]), c[b][3] = _mm512_fmadd_ps(xb, w3, c[b][3]);
+      }
+    }
+  __m512 s = _mm512_setzero_ps();
+  for (int b = 0; b < TILE_ROWS; b++)
+    for (int v = 0; v < 4; v++) s = _mm512_add_ps(s, c[b][v]);
+  return (double)_mm512_reduce_add_ps(s);
+}
+
+__attribute__((target("avx2,fma"))) static double tile_avx2(const float *w, const float *x,
+                                                            long reps) {
+  __m256 c[TILE_ROWS][2];
+  for (int b = 0; b < TILE_ROWS; b++) c[b][0] = c[b][1] = _mm256_setzero_ps();
+  for (long i = 0; i < reps; i++)
+    for (int r = 0; r < TILE_K; r++) {
+      __m256 w0 = _mm256_load_ps(w + r * 16), w1 = _mm256_load_ps(w + r * 16 + 8);
+      for (int b = 0; b < TILE_ROWS; b++) {
+        __m256 xb = _mm256_broadcast_ss(x + b * TILE_K + r);
+        c[b][0] = _mm256_fmadd_ps(xb, w0, c[b][0]), c[b][1] = _mm256_fmadd_ps(xb, w1, c[b][1]);
+      }
+    }
+  __m256 s = _mm256_setzero_ps();
+  for (int b = 0; b < TILE_ROWS; b++) s = _mm256_add_ps(s, _mm256_add_ps(c[b][0], c[b][1]));
+  float out[8];
+  _mm256_storeu_ps(out, s);
+  double t = 0;
+  for (int j = 0; j < 8; j++) t += out[j];
+  return t;
+}
+
+/* The tile's best rate over [secs] (as fma_peak); *vectors: its width. */
+static double tile_peak(int lanes, double secs, int *vectors) {
+  *vectors = lanes == 16 ? 4 : 2;
+  float *w = aligned_alloc(64, sizeof(float) * TILE_K * 64), *x = malloc(sizeof(float) * TILE_ROWS * TILE_K);
+  if (!w || !x) {
+    free(w), free(x);
+    return 0;
+  }
+  for (int i = 0; i < TILE_K * 64; i++) w[i] = 1e-3f * (float)(i % 7);
+  for (int i = 0; i < TILE_ROWS * TILE_K; i++) x[i] = 1e-3f * (float)(i % 5);
+  double best = 0, t_end = now_s() + secs;
+  volatile double sink = 0;
+  long reps = 512; /* 512 x 128 x 24 FMA x 16 lanes: ~0.5 ms at 200 GFLOP/s */
+  do {
+    double t0 = now_s();
+    sink += lanes == 16 ? tile_avx512(w, x, reps) : tile_avx2(w, x, reps);
+    double g = (double)reps * TILE_K * TILE_ROWS * *vectors * lanes * 2.0 / (now_s() - t0) / 1e9;
+    if (g > best) best = g;
+  } while (now_s() < t_end);
+  (void)sink;
+  free(w), free(x);
   return best;
 }
 
@@ -334,5 +412,8 @@ int main(int argc, char **argv) {
   const char *core = openblas_get_corename();
   double g1 = sgemm_gflops(512, 1, secs * 4), g2 = sgemm_gflops(512, 2, secs * 4);
   printf("blas: corename=%s sgemm1_gflops=%.1f sgemm2_gflops=%.1f\n", core ? core : "?", g1, g2);
+  int vectors;
+  double tile = tile_peak(lanes, secs, &vectors);
+  printf("tile: rows=%d vectors=%d gflops=%.1f\n", TILE_ROWS, vectors, tile);
   return 0;
 }
