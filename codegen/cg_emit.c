@@ -73,8 +73,12 @@ void cg_loop_open(CgEmit *E, CgLoop *L, LLVMValueRef lo, LLVMValueRef hi,
 /* Closes [L] (stepping by [step]) from the builder's block (the end of the
  * body) and leaves the builder after the loop. Returns that last body block. */
 LLVMBasicBlockRef cg_loop_close_by(CgEmit *E, CgLoop *L, long step) {
+  return cg_loop_close_step(E, L, cg_const_i64(E, step));
+}
+
+LLVMBasicBlockRef cg_loop_close_step(CgEmit *E, CgLoop *L, LLVMValueRef step) {
   LLVMBasicBlockRef end = LLVMGetInsertBlock(E->b);
-  LLVMValueRef next = LLVMBuildNSWAdd(E->b, L->iv, cg_const_i64(E, step), "");
+  LLVMValueRef next = LLVMBuildNSWAdd(E->b, L->iv, step, "");
   LLVMBuildBr(E->b, L->header);
   LLVMValueRef vals[2] = {L->lo, next};
   LLVMBasicBlockRef from[2] = {L->pre, end};
@@ -618,6 +622,13 @@ static LLVMValueRef barrier_skippable(CgEmit *E, LLVMValueRef l) {
 
 enum { WARP_LANES = 32 };
 
+/* tid.x's lane in its warp, and (in *warp) the warp's index in the block. */
+static LLVMValueRef warp_lane(CgEmit *E, LLVMValueRef *warp) {
+  LLVMValueRef tid = E->tgt->sreg(E->b, E->mod, CG_SREG_TID);
+  *warp = LLVMBuildLShr(E->b, tid, cg_const_i64(E, 5), "warp");
+  return LLVMBuildAnd(E->b, tid, cg_const_i64(E, WARP_LANES - 1), "lane");
+}
+
 /* This [lane]'s part of the sum [e] = sum(r in [lo, hi)) x of a WARP loop
  * (emit_warp_store): the terms lo + lane, lo + lane + 32, ... Where the
  * range is a multiple of 32 terms the loop counts the lane's terms, a
@@ -649,15 +660,16 @@ static LLVMValueRef lane_part(CgEmit *E, const IlirExpr *e, LLVMValueRef lane) {
   return acc;
 }
 
-/* The store [s] of a WARP loop's iteration (ilir_warp_terms: out[idx] = one
- * or several sums added) with this thread's [lane] of the warp: the lane
- * adds its part of each sum (lane_part); the target's warp_sum folds the
- * lanes' parts; lane 0 stores. */
-static void emit_warp_store(CgEmit *E, const IlirStmt *s, LLVMValueRef lane) {
+/* The store of an iteration of the WARP loop [w] (ilir_warp_terms: out[idx]
+ * = one or several sums added) with this thread's [lane] of the warp: the
+ * lane adds its part of each sum (lane_part); the target's warp_sum folds
+ * the lanes' parts; lane 0 stores. */
+static void emit_warp_store(CgEmit *E, const IlirStmt *w, LLVMValueRef lane) {
+  const IlirStmt *s = w->body.stmts[0];
   IlirExpr *terms[ILIR_WARP_MAX_TERMS];
   LLVMValueRef part = NULL;
-  int nt = ilir_sum_terms(s->value, terms, ILIR_WARP_MAX_TERMS);
-  for (int t = 0; t < nt && t < ILIR_WARP_MAX_TERMS && !E->failed; t++) {
+  int nt = ilir_warp_terms(w, terms);
+  for (int t = 0; t < nt && !E->failed; t++) {
     LLVMValueRef p = lane_part(E, terms[t], lane);
     part = part ? LLVMBuildFAdd(E->b, part, p, "") : p;
   }
@@ -695,11 +707,10 @@ static void emit_grid_loop(CgEmit *E, const IlirStmt *s) {
   const CgTarget *t = E->tgt;
   long warps = t->block_threads / WARP_LANES;
   LLVMValueRef lo = cg_emit_expr(E, s->lo), hi = cg_emit_expr(E, s->hi);
-  LLVMValueRef tid = t->sreg(E->b, E->mod, CG_SREG_TID);
-  LLVMValueRef lane = LLVMBuildAnd(E->b, tid, cg_const_i64(E, WARP_LANES - 1), "lane");
+  LLVMValueRef warp, lane = warp_lane(E, &warp);
   LLVMValueRef gwarp = LLVMBuildAdd(
       E->b, LLVMBuildMul(E->b, t->sreg(E->b, E->mod, CG_SREG_CTAID), cg_const_i64(E, warps), ""),
-      LLVMBuildLShr(E->b, tid, cg_const_i64(E, 5), ""), "gwarp");
+      warp, "gwarp");
   LLVMValueRef nwarps =
       LLVMBuildMul(E->b, t->sreg(E->b, E->mod, CG_SREG_NCTAID), cg_const_i64(E, warps), "nwarps");
   LLVMValueRef nodes = LLVMBuildSub(E->b, hi, lo, "");
@@ -710,16 +721,8 @@ static void emit_grid_loop(CgEmit *E, const IlirStmt *s) {
     cg_loop_open(E, &L, gwarp, LLVMBuildMul(E->b, nodes, I, ""), "pair");
     LLVMValueRef n = LLVMBuildAdd(E->b, lo, LLVMBuildSDiv(E->b, L.iv, I, ""), "");
     LLVMValueRef i = LLVMBuildAdd(E->b, cg_emit_expr(E, w->lo), LLVMBuildSRem(E->b, L.iv, I, ""), "");
-    if (cg_bind_var(E, s->var, n) && cg_bind_var(E, w->var, i))
-      emit_warp_store(E, w->body.stmts[0], lane);
-    /* a variable step: close by hand */
-    LLVMBasicBlockRef end = LLVMGetInsertBlock(E->b);
-    LLVMValueRef next = LLVMBuildNSWAdd(E->b, L.iv, nwarps, "");
-    LLVMBuildBr(E->b, L.header);
-    LLVMValueRef vals[2] = {L.lo, next};
-    LLVMBasicBlockRef from[2] = {L.pre, end};
-    LLVMAddIncoming(L.iv, vals, from, 2);
-    LLVMPositionBuilderAtEnd(E->b, L.exit);
+    if (cg_bind_var(E, s->var, n) && cg_bind_var(E, w->var, i)) emit_warp_store(E, w, lane);
+    cg_loop_close_step(E, &L, nwarps);
     if (!E->failed) E->vars[w->var->id] = NULL;
   }
   if (!E->failed) E->vars[s->var->id] = NULL;
@@ -738,9 +741,9 @@ static void emit_bound_loop(CgEmit *E, const IlirStmt *s) {
   LLVMValueRef lo = cg_emit_expr(E, s->lo), hi = cg_emit_expr(E, s->hi), lane = NULL;
   long step = 1;
   if (s->bind == ILIR_BIND_WARP) {
-    LLVMValueRef tid = t->sreg(E->b, E->mod, CG_SREG_TID);
-    lane = LLVMBuildAnd(E->b, tid, cg_const_i64(E, WARP_LANES - 1), "lane");
-    lo = LLVMBuildAdd(E->b, lo, LLVMBuildLShr(E->b, tid, cg_const_i64(E, 5), "warp"), "");
+    LLVMValueRef warp;
+    lane = warp_lane(E, &warp);
+    lo = LLVMBuildAdd(E->b, lo, warp, "");
     step = t->block_threads / WARP_LANES;
   } else if (s->bind == ILIR_BIND_BLOCK) {
     LLVMValueRef tid = E->tid, n = E->nthreads;
@@ -755,7 +758,7 @@ static void emit_bound_loop(CgEmit *E, const IlirStmt *s) {
   CgLoop L;
   cg_loop_open(E, &L, lo, hi, var_name(s->var));
   if (cg_bind_var(E, s->var, L.iv)) {
-    if (lane) emit_warp_store(E, s->body.stmts[0], lane);
+    if (lane) emit_warp_store(E, s, lane);
     else emit_block(E, &s->body);
   }
   cg_loop_close_by(E, &L, step);
@@ -764,12 +767,9 @@ static void emit_bound_loop(CgEmit *E, const IlirStmt *s) {
 }
 
 static void emit_loop(CgEmit *E, const IlirStmt *s) {
-  if (s->bind == ILIR_BIND_GRID && E->tgt->sreg) {
-    emit_grid_loop(E, s);
-    return;
-  }
   if (s->bind && E->tgt->sreg) {
-    emit_bound_loop(E, s);
+    if (s->bind == ILIR_BIND_GRID) emit_grid_loop(E, s);
+    else emit_bound_loop(E, s);
     return;
   }
   if (s->tile_nodes) {

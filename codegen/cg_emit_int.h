@@ -43,6 +43,8 @@ LLVMValueRef cg_const_i64(CgEmit *E, long v);
  * last body block). */
 void cg_loop_open(CgEmit *E, CgLoop *L, LLVMValueRef lo, LLVMValueRef hi, const char *name);
 LLVMBasicBlockRef cg_loop_close_by(CgEmit *E, CgLoop *L, long step);
+/* cg_loop_close_by with a step computed at run time. */
+LLVMBasicBlockRef cg_loop_close_step(CgEmit *E, CgLoop *L, LLVMValueRef step);
 LLVMBasicBlockRef cg_loop_close(CgEmit *E, CgLoop *L);
 /* LLVM's hints for the loop closed by [latch]'s branch (cg_emit.c). */
 void cg_loop_hints(CgEmit *E, LLVMBasicBlockRef latch, bool vectorize, int interleave,

@@ -293,6 +293,8 @@ bool ilir_reads(const IlirExpr *e, int buf);
 /* Does any statement of [b] (of [k]) load from buffer [buf] (in a value, an
  * index, a bound or a condition)? */
 bool ilir_block_reads(const IlirBlock *b, int buf);
+/* Does the statement tree [s] store into buffer [buf] anywhere? */
+bool ilir_stores(const IlirStmt *s, int buf);
 bool ilir_kernel_reads(const IlirKernel *k, int buf);
 /* Does [e] mention [v] anywhere (indices of loads included)? */
 bool ilir_uses(const IlirExpr *e, const IlirVar *v);

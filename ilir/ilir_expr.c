@@ -269,6 +269,15 @@ bool ilir_reads(const IlirExpr *e, int buf) {
          ilir_reads(e->lo, buf) || ilir_reads(e->hi, buf);
 }
 
+bool ilir_stores(const IlirStmt *s, int buf) {
+  if (s->kind == ILIR_STORE) return s->buf == buf;
+  const IlirBlock *bs[3] = {&s->body, &s->then, &s->els};
+  for (int j = 0; j < 3; j++)
+    for (int i = 0; i < bs[j]->n; i++)
+      if (ilir_stores(bs[j]->stmts[i], buf)) return true;
+  return false;
+}
+
 bool ilir_block_reads(const IlirBlock *b, int buf) {
   for (int i = 0; i < b->n; i++) {
     const IlirStmt *s = b->stmts[i];
@@ -429,9 +438,10 @@ int ilir_warp_terms(const IlirStmt *s, IlirExpr **terms) {
 bool ilir_warp_sum(const IlirStmt *s, bool strided) {
   IlirExpr *terms[ILIR_WARP_MAX_TERMS];
   int n = ilir_warp_terms(s, terms);
-  for (int t = 0; t < n && strided; t++)
+  if (n == 0 || !strided) return n > 0;
+  for (int t = 0; t < n; t++)
     if (loads_rows(terms[t]->a, terms[t]->var, s->var)) return true;
-  return n > 0 && !strided;
+  return false;
 }
 
 bool ilir_tile_parts(const IlirKernel *k, const IlirStmt *s, IlirTileParts *parts) {

@@ -182,9 +182,11 @@ long sched_gpu_shared_limit(const char *arch);
 SchedPlan sched_cuda_plan(CtxDiag *diag, const Schedule *s, unsigned disabled,
                           SchedGpuPlan *gpu);
 
-/* Binds the loops of [k] (after sched_apply) to blocks and threads and marks
- * the parameters cached in shared memory as [gpu] says, then checks the
- * result with sched_gpu_verify. False after an error reported to [diag]. */
+/* Binds the loops of [k] (after sched_apply) to blocks, threads and warps,
+ * moves a level's sums into loops over the whole grid (new statements in
+ * [arena]) and marks the parameters cached in shared memory as [gpu] says,
+ * then checks the result with sched_gpu_verify. False after an error
+ * reported to [diag]. */
 bool sched_gpu_apply(CtxArena *arena, CtxDiag *diag, IlirKernel *k, const SchedGpuPlan *gpu);
 
 /* Checks that [k]'s bound loops are sound (sched_gpu.c: no thread reads what

@@ -194,16 +194,6 @@ static void bind_nodes(IlirBlock *b, bool bind, SchedRowBind rows, int *bad) {
 
 /* ---- a level's sums over the whole grid ------------------------------------------- */
 
-/* Does [s] store into [buf] anywhere inside? */
-static bool stmt_stores(const IlirStmt *s, int buf) {
-  if (s->kind == ILIR_STORE) return s->buf == buf;
-  const IlirBlock *bs[3] = {&s->body, &s->then, &s->els};
-  for (int j = 0; j < 3; j++)
-    for (int i = 0; i < bs[j]->n; i++)
-      if (stmt_stores(bs[j]->stmts[i], buf)) return true;
-  return false;
-}
-
 static bool stmt_loads(const IlirStmt *s, int buf) {
   IlirBlock one = {(IlirStmt **)&s, 1};
   return ilir_block_reads(&one, buf);
@@ -215,7 +205,7 @@ static bool reads_any_stored(const IlirKernel *k, const IlirStmt *s, IlirStmt *c
   for (int b = 0; b < k->nbufs; b++) {
     if (!stmt_loads(s, b)) continue;
     for (int i = 0; i < n; i++)
-      if (stmt_stores(before[i], b)) return true;
+      if (ilir_stores(before[i], b)) return true;
   }
   return false;
 }
@@ -260,7 +250,7 @@ static IlirExpr *inline_accumulation(CtxArena *a, const IlirKernel *k, const Ili
       has_reduce(v->b) || ilir_reads(acc->lo, e->buf) || ilir_reads(acc->hi, e->buf))
     return NULL;
   for (int q2 = q + 2; q2 < at; q2++)
-    if (stmt_stores(body[q2], e->buf)) return NULL;
+    if (ilir_stores(body[q2], e->buf)) return NULL;
   IlirExpr *f = ilir_subst(a, v->b, in->var, ilir_var(a, (IlirVar *)r));
   f = inline_producers(a, k, f, r, body, q);
   return ilir_reduce(a, ILIR_SUM, acc->var, acc->lo, acc->hi, f);
@@ -272,7 +262,7 @@ static IlirExpr *inline_producers(CtxArena *a, const IlirKernel *k, IlirExpr *e,
   if (e->kind == ILIR_LOAD) {
     for (int q = 0; q < at; q++) {
       IlirStmt *p = body[q];
-      if (!stmt_stores(p, e->buf)) continue;
+      if (!ilir_stores(p, e->buf)) continue;
       IlirExpr *red = inline_accumulation(a, k, e, r, body, q, at);
       if (red) return red;
       const IlirStmt *st = p->kind == ILIR_LOOP && p->body.n == 1 ? p->body.stmts[0] : NULL;
@@ -280,7 +270,7 @@ static IlirExpr *inline_producers(CtxArena *a, const IlirKernel *k, IlirExpr *e,
           !ilir_same_expr(e->a, st->index, r, p->var) || stmt_loads(p, e->buf))
         return e;
       for (int q2 = q + 1; q2 < at; q2++) /* the last store of X before the sum */
-        if (stmt_stores(body[q2], e->buf)) return e;
+        if (ilir_stores(body[q2], e->buf)) return e;
       IlirExpr *f = ilir_subst(a, st->value, p->var, ilir_var(a, (IlirVar *)r));
       return inline_producers(a, k, f, r, body, q);
     }
@@ -351,7 +341,7 @@ static int split_grid(CtxArena *a, const IlirKernel *k, IlirBlock *b, int at, Sc
       int out = w->body.stmts[0]->buf;
       ok = cn != 0 && cn != ILIR_NONLINEAR;
       for (int j = 0; ok && j < i; j++)
-        ok = !stmt_loads(s->body.stmts[j], out) && !stmt_stores(s->body.stmts[j], out);
+        ok = !stmt_loads(s->body.stmts[j], out) && !ilir_stores(s->body.stmts[j], out);
     }
     if (!ok) {
       kept[nk++] = w;

@@ -66,13 +66,16 @@ static IlirStmt *thread_loop(T *t, IlirVar *v, int n, IlirStmt **body) {
   return bound(t, v, ILIR_BIND_THREAD, ILIR_LOOP_SERIAL, n, body);
 }
 
-/* The kernel: one block loop over n holding [body]. */
-static bool verify(T *t, int n, IlirStmt **body) {
-  IlirStmt *blk = bound(t, t->n, ILIR_BIND_BLOCK, ILIR_LOOP_NODES, n, body);
-  t->k->body = block(t, 1, &blk);
+/* The kernel: one nodes loop over n bound as [bind] holding [body]. */
+static bool verify_in(T *t, IlirBind bind, int n, IlirStmt **body) {
+  IlirStmt *nodes = bound(t, t->n, bind, ILIR_LOOP_NODES, n, body);
+  t->k->body = block(t, 1, &nodes);
   t->k->nvars = 3;
   return sched_gpu_verify(t->k, &t->diag);
 }
+
+/* The kernel: one block loop over n holding [body]. */
+static bool verify(T *t, int n, IlirStmt **body) { return verify_in(t, ILIR_BIND_BLOCK, n, body); }
 
 START_TEST(test_sound) {
   T t;
@@ -211,12 +214,7 @@ START_TEST(test_warp_sum_strided) {
 END_TEST
 
 /* The kernel: one grid loop over n (ILIR_BIND_GRID) holding [body]. */
-static bool verify_grid(T *t, int n, IlirStmt **body) {
-  IlirStmt *grid = bound(t, t->n, ILIR_BIND_GRID, ILIR_LOOP_NODES, n, body);
-  t->k->body = block(t, 1, &grid);
-  t->k->nvars = 3;
-  return sched_gpu_verify(t->k, &t->diag);
-}
+static bool verify_grid(T *t, int n, IlirStmt **body) { return verify_in(t, ILIR_BIND_GRID, n, body); }
 
 START_TEST(test_grid_sound) {
   T t;
