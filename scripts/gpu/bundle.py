@@ -13,6 +13,9 @@ DIR gets:
                    interpreter's expected outputs (ctx run --interp, float64)
   lat/K/           a latency case (H 256 / 512, B 1 / 10 structures; seeded
                    default weights): the input
+  probe/K/         a schedule probe: one input timed under two CUDA schedules
+                   (PROBES), each its own library: what a grid loop costs or
+                   saves on this GPU, per dependency level
   cases.json       what to run and compare, with ctx's CPU latency of each
                    latency case measured here (ctx run --time)
   gpu_run, deps/   the harness and the shared libraries it needs (libjansson)
@@ -56,14 +59,25 @@ def run(argv, **kw):
     return r.stdout
 
 
-def lib_for(a, libs, model, dims):
-    """The library of [model] at [dims], built once."""
+def lib_for(a, libs, model, dims, sched=None):
+    """The library of [model] at [dims], built once; [sched]: (name, the text of
+    a `schedule MODEL for cuda` block), applied on the cuda target only."""
     key = model + "".join("-%s%s" % kv for kv in sorted(dims.items()))
+    if sched:
+        key += "-" + sched[0]
     if key not in libs:
         out = os.path.join(a.out, "lib", key)
         os.makedirs(os.path.dirname(out), exist_ok=True)
-        run([a.ctx, "build", "--target", a.target, os.path.join(REPO, "examples",
-             model + ".ctx"), "-o", out] + differential.dim_args(dims))
+        argv = [a.ctx, "build", "--target", a.target, os.path.join(REPO, "examples",
+                model + ".ctx"), "-o", out] + differential.dim_args(dims)
+        if sched and a.target == "cuda":
+            path = out + ".cuda.sched"
+            with open(path, "w") as f:
+                f.write(sched[1])
+            argv += ["-s", path]
+        run(argv)
+        if sched and a.target == "cuda":
+            os.remove(path)
         for f in os.listdir(out):  # only the shared library travels
             if f != "lib%s.so" % model:
                 os.remove(os.path.join(out, f))
@@ -136,6 +150,58 @@ def latency_cases(a, libs):
     return cases
 
 
+# Schedule probes: one input timed under two CUDA schedules. `warp` keeps a
+# level's sums on the blocks of its nodes (a chain of one-node levels runs
+# without grid barriers); `grid` moves them into a loop over the whole grid
+# (a grid barrier every level). On a long chain of small steps the difference
+# per level is what a grid level costs beyond a block level (its barrier);
+# on treelstm at B = 1 it is what spreading a level's weights over every
+# multiprocessor saves: what sched_gpu.c's GRID_MIN_MACS estimates.
+PROBE_SCHEDS = {
+    "warp": "schedule %s for cuda {\n  specialize leaf\n  bind node to block, i to warp\n}\n",
+    "grid": "schedule %s for cuda {\n  specialize leaf\n  bind node to block, i to grid\n}\n",
+}
+PROBES = [  # (model, H, structures, their shape)
+    ("seqlstm", 32, 1, "chain"),
+    ("treelstm", 256, 1, "sst"),
+    ("treelstm", 512, 1, "sst"),
+    ("treelstm", 256, 10, "sst"),
+]
+
+
+def tree_levels(t):
+    """Dependency levels of a tree of make_data: its height, leaves at 1."""
+    depth = {}
+    for k in range(len(t)):  # children before parents (make_data adds them so)
+        depth[k] = 1 + max((depth[c] for c in t.children[k]), default=0)
+    return depth[t.root]
+
+
+def probe_cases(a, libs):
+    cases = []
+    for model, h, count, shape in PROBES:
+        if a.only and model != a.only:
+            continue
+        dims = {"H": h, "V": 1000}
+        d = os.path.join(a.out, "probe", "%s-H%d-B%d" % (model, h, count))
+        os.makedirs(d)
+        rng = random.Random(h * 100 + count + 7)
+        if shape == "chain":
+            text, fmt, levels = make_data.write_sequences([400], rng, 1000), "nodes", 400
+        else:
+            trees = [make_data.random_binary(rng, make_data.sst_leaves(rng)) for _ in range(count)]
+            text, fmt = make_data.write_ptb(trees, rng, 1000), "ptb"
+            levels = max(tree_levels(t) for t in trees)
+        with open(os.path.join(d, "input.txt"), "w") as f:
+            f.write(text)
+        for name in sorted(PROBE_SCHEDS):
+            lib = lib_for(a, libs, model, dims, (name, PROBE_SCHEDS[name] % model))
+            cases.append({"model": model, "H": h, "B": count, "dims": dims, "sched": name,
+                          "levels": levels, "lib": lib, "dir": os.path.relpath(d, a.out),
+                          "format": fmt})
+    return cases
+
+
 def copy_harness(a):
     shutil.copy(a.gpu_run, os.path.join(a.out, "gpu_run"))
     deps = os.path.join(a.out, "deps")
@@ -165,12 +231,13 @@ def main():
     libs = {}
     cases = correctness_cases(a, libs)
     lat = latency_cases(a, libs)
+    probes = probe_cases(a, libs)
     with open(os.path.join(a.out, "cases.json"), "w") as f:
-        json.dump({"cases": cases, "latency": lat}, f, indent=1)
+        json.dump({"cases": cases, "latency": lat, "probes": probes}, f, indent=1)
     copy_harness(a)
     size = sum(os.path.getsize(os.path.join(r, x)) for r, _, fs in os.walk(a.out) for x in fs)
-    print("bundle %s: %d correctness cases, %d latency cases, %d libraries, %.1f MiB" % (
-        a.out, len(cases), len(lat), len(libs), size / 2**20))
+    print("bundle %s: %d correctness cases, %d latency cases, %d schedule probes, %d libraries, "
+          "%.1f MiB" % (a.out, len(cases), len(lat), len(probes), len(libs), size / 2**20))
     if size > MAX_BYTES:
         raise SystemExit("bundle.py: the bundle is over 64 MiB")
 

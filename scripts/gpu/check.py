@@ -7,8 +7,10 @@ interpreter's float64 ones: |got - ref| <= 1e-5 + 1e-4 |ref| (docs/testing.md,
 CUDA). Then the latency cases: ctx on the GPU (gpu_run --repeat, medians of
 what a user waits for: linearization, copies, the kernel), ctx on the CPU
 (measured where the bundle was made) and PyTorch eager on the GPU
-(torch_eager.py, where `import torch` works). Prints one line per case, the
-table, and last `N passed, N failed`.
+(torch_eager.py, where `import torch` works). Then the schedule probes: one
+input under two CUDA schedules (bundle.py, PROBES), and the difference per
+dependency level. Prints one line per case, the tables, and last `N passed,
+N failed`.
 
 The whole check keeps to about 5 minutes whatever the GPU does: every run has
 a timeout within the time left, correctness cases not started by CHECK_S are
@@ -137,6 +139,36 @@ def latency(root, cases):
                                                fmt(t), ratio(cpu, gpu), ratio(t, gpu)))
 
 
+def probes(root, cases):
+    """The schedule probes: each input's median under each schedule, and
+    (grid - warp) / levels: what a grid level costs (> 0) or saves (< 0)."""
+    if not cases:
+        return
+    print("\nschedule probes, microseconds per call (median); per level: (grid - warp) / levels:")
+    print("%-9s %4s %3s %6s %12s %12s %10s" % ("model", "H", "B", "levels", "warp", "grid",
+                                                "per level"))
+    got = {}
+    for c in cases:
+        key = (c["model"], c["H"], c["B"])
+        budget = min(LATENCY_S, left(TOTAL_S))
+        us = None
+        if budget >= 1:
+            try:
+                r = gpu_run(root, c, ["--repeat", "200"], budget)
+                us = median_us(r) if r.returncode == 0 else None
+                if r.returncode != 0:
+                    print("gpu_run %s H=%d B=%d %s: exit %d: %s" % (
+                        c["model"], c["H"], c["B"], c["sched"], r.returncode, r.stderr.strip()))
+            except (subprocess.TimeoutExpired, OSError) as e:
+                print("gpu_run %s H=%d B=%d %s: %s" % (c["model"], c["H"], c["B"], c["sched"], e))
+        got.setdefault(key, {"levels": c["levels"]})[c["sched"]] = us
+    fmt = lambda v: "%12.1f" % v if v else "%12s" % "-"  # noqa: E731
+    for (model, h, b), g in got.items():
+        w, gr = g.get("warp"), g.get("grid")
+        per = "%10.2f" % ((gr - w) / g["levels"]) if w and gr else "%10s" % "-"
+        print("%-9s %4d %3d %6d %s %s %s" % (model, h, b, g["levels"], fmt(w), fmt(gr), per))
+
+
 def main():
     root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(__file__))
     with open(os.path.join(root, "cases.json")) as f:
@@ -156,6 +188,10 @@ def main():
         latency(root, spec["latency"])
     except Exception as e:  # the table is informative; the last line must come
         print("latency table cut short: %s: %s" % (type(e).__name__, e))
+    try:
+        probes(root, spec.get("probes", []))
+    except Exception as e:  # likewise
+        print("schedule probes cut short: %s: %s" % (type(e).__name__, e))
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 
