@@ -660,15 +660,14 @@ static LLVMValueRef lane_part(CgEmit *E, const IlirExpr *e, LLVMValueRef lane) {
   return acc;
 }
 
-/* The store of an iteration of the WARP loop [w] (ilir_warp_terms: out[idx]
- * = one or several sums added) with this thread's [lane] of the warp: the
- * lane adds its part of each sum (lane_part); the target's warp_sum folds
- * the lanes' parts; lane 0 stores. */
-static void emit_warp_store(CgEmit *E, const IlirStmt *w, LLVMValueRef lane) {
-  const IlirStmt *s = w->body.stmts[0];
+/* The store [s] of sums of an iteration of a WARP loop (ilir_store_sums:
+ * out[idx] = one or several sums added) with this thread's [lane] of the
+ * warp: the lane adds its part of each sum (lane_part); the target's
+ * warp_sum folds the lanes' parts; lane 0 stores. */
+static void emit_warp_store(CgEmit *E, const IlirStmt *s, LLVMValueRef lane) {
   IlirExpr *terms[ILIR_WARP_MAX_TERMS];
   LLVMValueRef part = NULL;
-  int nt = ilir_warp_terms(w, terms);
+  int nt = ilir_store_sums(s, terms);
   for (int t = 0; t < nt && !E->failed; t++) {
     LLVMValueRef p = lane_part(E, terms[t], lane);
     part = part ? LLVMBuildFAdd(E->b, part, p, "") : p;
@@ -687,22 +686,40 @@ static void emit_warp_store(CgEmit *E, const IlirStmt *w, LLVMValueRef lane) {
   LLVMPositionBuilderAtEnd(E->b, done);
 }
 
-/* Does the levels loop [s] hold a GRID loop that runs as one (a GPU
- * target)? Then every block computes a share of each level's sums, so no
- * level ends without the grid barrier, even in a chain of single nodes. */
-static bool grid_level(const CgEmit *E, const IlirStmt *s) {
-  if (!E->tgt->sreg) return false;
-  for (int i = 0; i < s->body.n; i++)
-    if (s->body.stmts[i]->kind == ILIR_LOOP && s->body.stmts[i]->bind == ILIR_BIND_GRID)
-      return true;
-  return false;
+/* An iteration of a WARP loop [w] of a GRID loop, one store of sums or
+ * fused (ilir.h, IlirBind): each store of sums an emit_warp_store, each
+ * elementwise one by lane 0, which stored the sums and elements it reads
+ * (program order; the verifier saw to it). */
+static void emit_warp_stores(CgEmit *E, const IlirStmt *w, LLVMValueRef lane) {
+  for (int i = 0; i < w->body.n && !E->failed; i++) {
+    const IlirStmt *s = w->body.stmts[i];
+    IlirExpr *terms[ILIR_WARP_MAX_TERMS];
+    if (ilir_store_sums(s, terms) > 0) {
+      emit_warp_store(E, s, lane);
+      continue;
+    }
+    LLVMBasicBlockRef st = cg_new_block(E, "lane0"), done = cg_new_block(E, "lane0.done");
+    LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntEQ, lane, cg_const_i64(E, 0), ""), st, done);
+    LLVMPositionBuilderAtEnd(E->b, st);
+    cg_emit_store(E, s);
+    LLVMBuildBr(E->b, done);
+    LLVMPositionBuilderAtEnd(E->b, done);
+  }
 }
+
+/* Must every level end at the grid barrier (a GPU target, a kernel with a
+ * GRID loop)? Then a level's sums run on every block, not on block 0 alone,
+ * so a level of one node cannot skip the barrier before them, even in a
+ * chain of single nodes — nor the leaves' level before the first of them. */
+static bool grid_level(const CgEmit *E) { return E->tgt->sreg && cg_gpu_all_blocks(E->k); }
 
 /* A GRID loop (ilir.h) over the nodes [lo, hi): for each of its WARP loops
  * (I iterations from i0), the pairs p = node * I + i in [0, (hi - lo) I)
  * taken by the grid's warps in turn — warp w of block b is the grid's warp
- * b * warps + w — each an emit_warp_store; then the grid barrier. Every lane
- * of a warp runs the same pairs. */
+ * b * warps + w — each emit_warp_stores; then the grid barrier, unless the
+ * loop ends its level, whose grid barrier follows at once (grid_level): a
+ * fused level (sched_gpu.c, fuse_level) waits at one barrier. Every lane of
+ * a warp runs the same pairs. */
 static void emit_grid_loop(CgEmit *E, const IlirStmt *s) {
   const CgTarget *t = E->tgt;
   long warps = t->block_threads / WARP_LANES;
@@ -721,12 +738,14 @@ static void emit_grid_loop(CgEmit *E, const IlirStmt *s) {
     cg_loop_open(E, &L, gwarp, LLVMBuildMul(E->b, nodes, I, ""), "pair");
     LLVMValueRef n = LLVMBuildAdd(E->b, lo, LLVMBuildSDiv(E->b, L.iv, I, ""), "");
     LLVMValueRef i = LLVMBuildAdd(E->b, cg_emit_expr(E, w->lo), LLVMBuildSRem(E->b, L.iv, I, ""), "");
-    if (cg_bind_var(E, s->var, n) && cg_bind_var(E, w->var, i)) emit_warp_store(E, w, lane);
+    if (cg_bind_var(E, s->var, n) && cg_bind_var(E, w->var, i)) emit_warp_stores(E, w, lane);
     cg_loop_close_step(E, &L, nwarps);
     if (!E->failed) E->vars[w->var->id] = NULL;
   }
   if (!E->failed) E->vars[s->var->id] = NULL;
-  if (!E->failed) cg_emit_barrier(E, NULL);
+  const IlirBlock *level = E->level_body;
+  bool ends_level = level && level->n > 0 && level->stmts[level->n - 1] == s;
+  if (!E->failed && !ends_level) cg_emit_barrier(E, NULL);
 }
 
 /* A loop bound to GPU blocks, threads or warps (ilir.h, IlirBind) on a
@@ -758,7 +777,7 @@ static void emit_bound_loop(CgEmit *E, const IlirStmt *s) {
   CgLoop L;
   cg_loop_open(E, &L, lo, hi, var_name(s->var));
   if (cg_bind_var(E, s->var, L.iv)) {
-    if (lane) emit_warp_store(E, s, lane);
+    if (lane) emit_warp_store(E, s->body.stmts[0], lane);
     else emit_block(E, &s->body);
   }
   cg_loop_close_by(E, &L, step);
@@ -789,14 +808,15 @@ static void emit_loop(CgEmit *E, const IlirStmt *s) {
   CgLoop L;
   cg_loop_open(E, &L, lo, hi, var_name(s->var));
   LLVMValueRef outer_level = E->level;
-  if (s->loop == ILIR_LOOP_LEVELS) E->level = L.iv;
+  const IlirBlock *outer_body = E->level_body;
+  if (s->loop == ILIR_LOOP_LEVELS) E->level = L.iv, E->level_body = &s->body;
   if (cg_bind_var(E, s->var, L.iv)) {
     if (s->loop == ILIR_LOOP_NODES && E->tgt->kind == CG_TARGET_CPU) prefetch_next_rows(E, s, L.iv);
     emit_block(E, &s->body);
   }
-  E->level = outer_level;
+  E->level = outer_level, E->level_body = outer_body;
   if (s->loop == ILIR_LOOP_LEVELS && !E->failed)
-    cg_emit_barrier(E, grid_level(E, s) ? NULL : barrier_skippable(E, L.iv));
+    cg_emit_barrier(E, grid_level(E) ? NULL : barrier_skippable(E, L.iv));
   LLVMBasicBlockRef latch = cg_loop_close(E, &L);
   if (!E->failed) cg_loop_hints(E, latch, s->loop == ILIR_LOOP_VECTOR, interleave_count(E, s), true);
   if (s->loop == ILIR_LOOP_PARALLEL && !E->failed) cg_emit_barrier(E, NULL);

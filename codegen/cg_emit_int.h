@@ -22,6 +22,7 @@ typedef struct {
   CtxDiag *diag;
   int vec_floats, vec_regs; /* the host's vector width in floats and register count */
   LLVMValueRef level; /* the innermost LEVELS loop's index; NULL outside the levels */
+  const IlirBlock *level_body; /* and its body (a GRID loop that ends it: emit_grid_loop) */
   const CgProfile *prof;    /* NULL: no instrumentation (codegen.h, "profiling") */
   LLVMValueRef prof_counters;
   bool failed;

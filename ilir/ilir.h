@@ -163,7 +163,20 @@ typedef enum {
  * loop of WARP loops only, every (node, iteration) pair of each of them one
  * warp's, shared among all the warps of the grid, then a grid barrier. On
  * the CPU a BLOCK or GRID loop is a NODES loop, a THREAD or WARP loop an
- * ordinary one and the barrier nothing. */
+ * ordinary one and the barrier nothing.
+ *
+ * A WARP loop in a GRID loop may be fused (sched_gpu.c, fuse_level: a
+ * level's sums and the elementwise rest of the node's body, grouped by
+ * output element): its body is several stores, each either of sums
+ * (ilir_store_sums: the warp's lanes share them, lane 0 stores) or
+ * elementwise (no reduction: lane 0 computes and stores it). Lane 0 so
+ * makes every store of an iteration, in program order: an elementwise store
+ * may read what an earlier store of the same iteration stored, at that very
+ * element; the sums read no buffer the loop stores but at other nodes' rows
+ * (dep[...]: earlier levels'); distinct (node, iteration) pairs store
+ * distinct elements (sched_gpu_verify checks all three). A GRID loop that
+ * ends its level (a fused level is that loop alone) leaves its grid barrier
+ * to the level's. */
 typedef enum {
   ILIR_BIND_NONE, ILIR_BIND_BLOCK, ILIR_BIND_THREAD, ILIR_BIND_WARP, ILIR_BIND_GRID
 } IlirBind;
@@ -340,6 +353,10 @@ enum { ILIR_WARP_MAX_TERMS = 8 };
 /* The sums of such a loop's store into [terms] (ILIR_WARP_MAX_TERMS at
  * most); returns their number, 0 when it is not one. */
 int ilir_warp_terms(const IlirStmt *s, IlirExpr **terms);
+/* The same for the store [st] itself: is its value one sum over a constant
+ * range of at least 32 terms, or several added (a statement of a fused
+ * WARP loop, IlirBind)? */
+int ilir_store_sums(const IlirStmt *st, IlirExpr **terms);
 /* [e] with [v] replaced by [by]; new nodes where anything changed
  * (expressions may be shared), [e] itself where nothing did. */
 IlirExpr *ilir_subst(CtxArena *a, IlirExpr *e, const IlirVar *v, IlirExpr *by);

@@ -423,8 +423,13 @@ static bool loads_rows(const IlirExpr *e, const IlirVar *r, const IlirVar *i) {
 }
 
 int ilir_warp_terms(const IlirStmt *s, IlirExpr **terms) {
-  if (s->kind != ILIR_LOOP || s->body.n != 1 || s->body.stmts[0]->kind != ILIR_STORE) return 0;
-  int n = ilir_sum_terms(s->body.stmts[0]->value, terms, ILIR_WARP_MAX_TERMS);
+  if (s->kind != ILIR_LOOP || s->body.n != 1) return 0;
+  return ilir_store_sums(s->body.stmts[0], terms);
+}
+
+int ilir_store_sums(const IlirStmt *st, IlirExpr **terms) {
+  if (st->kind != ILIR_STORE) return 0;
+  int n = ilir_sum_terms(st->value, terms, ILIR_WARP_MAX_TERMS);
   if (n < 1 || n > ILIR_WARP_MAX_TERMS) return 0;
   for (int t = 0; t < n; t++) {
     const IlirExpr *v = terms[t];

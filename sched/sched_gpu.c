@@ -19,7 +19,10 @@
  *   bind i to warp|thread  those loops on warps wherever legal / on threads
  *   bind i to grid         as warp, and each level's warp loops that read only
  *                          earlier levels move into a loop over the whole grid
- *                          (split_grid; by default where they are big enough)
+ *                          (split_grid; by default where they are big enough);
+ *                          where the rest of the node's body is elementwise it
+ *                          joins them there, grouped by output element, and
+ *                          the level waits at one grid barrier (fuse_level)
  *   bind node to thread    each GPU thread one node (ilir.h's team, unbound)
  *   cache W, ... in shared parameters copied into each block's shared memory
  *                          at the kernel's start, in order while they fit in
@@ -369,19 +372,217 @@ static int split_grid(CtxArena *a, const IlirKernel *k, IlirBlock *b, int at, Sc
   return 1;
 }
 
-/* split_grid on every block loop directly inside a levels loop of [b]. */
-static void grid_levels(CtxArena *a, const IlirKernel *k, IlirBlock *b, bool level,
-                        SchedRowBind rows) {
+static bool fuse_level(CtxArena *a, IlirKernel *k, IlirBlock *b, int at);
+
+/* split_grid on every block loop directly inside a levels loop of [b], then
+ * fuse_level where it applies. Returns the number of levels fused. */
+static int grid_levels(CtxArena *a, IlirKernel *k, IlirBlock *b, bool level, SchedRowBind rows) {
+  int fused = 0;
   for (int i = 0; i < b->n; i++) {
     IlirStmt *s = b->stmts[i];
     if (level && s->kind == ILIR_LOOP && s->bind == ILIR_BIND_BLOCK) {
-      i += split_grid(a, k, b, i, rows);
+      int added = split_grid(a, k, b, i, rows);
+      if (added && fuse_level(a, k, b, i)) fused++, added = 0; /* the block loop is gone */
+      i += added;
       continue;
     }
-    if (s->kind == ILIR_LOOP) grid_levels(a, k, &s->body, s->loop == ILIR_LOOP_LEVELS, rows);
+    if (s->kind == ILIR_LOOP)
+      fused += grid_levels(a, k, &s->body, s->loop == ILIR_LOOP_LEVELS, rows);
     if (s->kind == ILIR_IF)
-      grid_levels(a, k, &s->then, level, rows), grid_levels(a, k, &s->els, level, rows);
+      fused += grid_levels(a, k, &s->then, level, rows) + grid_levels(a, k, &s->els, level, rows);
   }
+  return fused;
+}
+
+/* ---- one grid barrier a level: the node's elementwise rest in the grid loop ------- */
+
+enum { LINEAR_CAP = 16 };
+
+/* Are the integer expressions [x] and [y] a constant apart (ilir_linear's
+ * forms: the same atoms, the same coefficients)? The constant x - y into [*d]. */
+static bool const_apart(IlirExpr *x, IlirExpr *y, long *d) {
+  IlirExpr *ax[LINEAR_CAP], *ay[LINEAR_CAP];
+  long cx[LINEAR_CAP], cy[LINEAR_CAP], kx, ky;
+  int nx = ilir_linear(x, ax, cx, LINEAR_CAP, &kx), ny = ilir_linear(y, ay, cy, LINEAR_CAP, &ky);
+  if (nx < 0 || nx != ny) return false;
+  for (int i = 0; i < nx; i++) {
+    bool found = false;
+    for (int j = 0; j < ny && !found; j++)
+      found = cx[i] == cy[j] && ilir_same_expr(ax[i], ay[j], NULL, NULL);
+    if (!found) return false;
+  }
+  *d = kx - ky;
+  return true;
+}
+
+/* Is the index [e] in another node's row: no [n] among its atoms, a
+ * dependency id (dep[...]) among them? Such a row is an earlier level's
+ * (the team's rule: a node reads other nodes' rows only from earlier
+ * levels), which nothing in this level stores. */
+static bool other_row(const IlirKernel *k, IlirExpr *e, const IlirVar *n) {
+  IlirExpr *atoms[LINEAR_CAP];
+  long coefs[LINEAR_CAP], c;
+  int na = ilir_linear(e, atoms, coefs, LINEAR_CAP, &c);
+  bool dep = false;
+  for (int i = 0; i < na; i++) {
+    if (atoms[i]->kind == ILIR_VAR && atoms[i]->var == n) return false;
+    dep |= atoms[i]->kind == ILIR_LOAD && atoms[i]->buf == k->dep_buf;
+  }
+  return dep;
+}
+
+/* Does every load in [e] (of statement [at] of the fused WARP loop [w], a
+ * store of sums when [sums]) of a buffer [w] stores read another node's row
+ * or, elementwise, the element an earlier statement of [w] stores? */
+static bool fused_loads_ok(const IlirKernel *k, const IlirVar *n, const IlirStmt *w, int at,
+                           bool sums, IlirExpr *e) {
+  if (!e) return true;
+  if (e->kind == ILIR_LOAD && ilir_stores(w, e->buf) && !other_row(k, e->a, n)) {
+    bool earlier = false;
+    long d;
+    for (int q = 0; q < at && !sums && !earlier; q++) {
+      const IlirStmt *p = w->body.stmts[q];
+      earlier = p->buf == e->buf && const_apart(p->index, e->a, &d) && d == 0;
+    }
+    if (!earlier) return false;
+  }
+  return fused_loads_ok(k, n, w, at, sums, e->a) && fused_loads_ok(k, n, w, at, sums, e->b) &&
+         fused_loads_ok(k, n, w, at, sums, e->c) && fused_loads_ok(k, n, w, at, sums, e->lo) &&
+         fused_loads_ok(k, n, w, at, sums, e->hi);
+}
+
+/* Do the stores of the fused WARP loop [w] in the GRID loop over [n] write
+ * distinct elements at distinct (node, iteration) pairs: each index
+ * n * cn + i * ci + ..., the stores of one buffer a constant apart by at
+ * least a band of ci x iterations, the node's bands within |cn|? */
+static bool fused_stores_move(const IlirVar *n, const IlirStmt *w) {
+  long G = w->hi->ival - w->lo->ival;
+  for (int i = 0; i < w->body.n; i++) {
+    const IlirStmt *st = w->body.stmts[i];
+    long cn = ilir_coef(st->index, n), ci = ilir_coef(st->index, w->var), lo = 0, hi = 0, d;
+    if (cn == 0 || cn == ILIR_NONLINEAR || ci == 0 || ci == ILIR_NONLINEAR) return false;
+    for (int j = 0; j < w->body.n; j++) {
+      const IlirStmt *o = w->body.stmts[j];
+      if (j == i || o->buf != st->buf) continue;
+      if (!const_apart(o->index, st->index, &d) || labs(d) < labs(ci) * G) return false;
+      lo = d < lo ? d : lo, hi = d > hi ? d : hi;
+    }
+    if (labs(cn) < hi - lo + labs(ci) * G) return false;
+  }
+  return true;
+}
+
+/* What breaks the discipline of the fused WARP loop [w] (ilir.h, IlirBind)
+ * in the GRID loop over [n], or NULL. */
+static const char *fused_unsound(const IlirKernel *k, const IlirVar *n, const IlirStmt *w) {
+  for (int i = 0; i < w->body.n; i++) {
+    const IlirStmt *st = w->body.stmts[i];
+    IlirExpr *terms[ILIR_WARP_MAX_TERMS];
+    if (st->kind != ILIR_STORE) return "a fused warp loop holding a statement not a store";
+    bool sums = ilir_store_sums(st, terms) > 0;
+    if (!sums && (has_reduce(st->value) || has_reduce(st->index)))
+      return "a store of a fused warp loop neither of sums nor elementwise";
+    if (!fused_loads_ok(k, n, w, i, sums, st->value) ||
+        !fused_loads_ok(k, n, w, i, sums, st->index))
+      return sums ? "a sum that reads what its fused warp loop stores"
+                  : "a read of an element no earlier store of its iteration stores";
+  }
+  if (!fused_stores_move(n, w)) return "stores of a fused warp loop not each pair's own elements";
+  return NULL;
+}
+
+/* Is the WARP loop [w] of a GRID loop fused (more than one store of sums)? */
+static bool fused_warp(const IlirStmt *w) { return !(w->body.n == 1 && ilir_warp_sum(w, false)); }
+
+/* What makes the GRID loop [s] unsound, or NULL: WARP loops over constant
+ * ranges only, each fused (fused_unsound) or storing at its node's row:
+ * its index n * cn + i * ci + ..., with the rows of the nodes apart by at
+ * least a row of the loop's (|cn| >= |ci| x its iterations), so the grid's
+ * warps store distinct elements; those are then checked as phases. */
+static const char *grid_unsound(const IlirKernel *k, const IlirStmt *s) {
+  for (int i = 0; i < s->body.n; i++) {
+    const IlirStmt *w = s->body.stmts[i];
+    if (w->kind != ILIR_LOOP || w->bind != ILIR_BIND_WARP || w->lo->kind != ILIR_CONST ||
+        w->hi->kind != ILIR_CONST)
+      return "not warp loops over constant ranges only";
+    if (fused_warp(w)) {
+      const char *why = fused_unsound(k, s->var, w);
+      if (why) return why;
+      continue;
+    }
+    long cn = ilir_coef(w->body.stmts[0]->index, s->var);
+    long ci = ilir_coef(w->body.stmts[0]->index, w->var);
+    if (cn == 0 || cn == ILIR_NONLINEAR || ci == 0 || ci == ILIR_NONLINEAR ||
+        labs(cn) < labs(ci) * (w->hi->ival - w->lo->ival))
+      return "a warp loop not storing at its node's row";
+  }
+  return NULL;
+}
+
+/* The most statements a fused WARP loop may hold: each is emitted once and
+ * run at every (node, element) pair (treelstm's level makes 14, seqlstm's
+ * 13; a wider loop of a kept statement would make a long straight body). */
+enum { FUSE_MAX_STMTS = 32 };
+
+/* The loop [w] (`for i in [0, m * G) { one store }`) as m stores with
+ * i := g + j * G, j in [0, m), appended to [out] at [*n]. */
+static void unroll_by(CtxArena *a, const IlirStmt *w, IlirVar *g, long G, IlirStmt **out, int *n) {
+  const IlirStmt *st = w->body.stmts[0];
+  for (long j = 0; j < w->hi->ival / G; j++) {
+    IlirExpr *at = ilir_binary(a, ILIR_ADD, ilir_var(a, g), ilir_const_i(a, j * G));
+    out[(*n)++] = ilir_store(a, st->buf, ilir_subst(a, st->index, w->var, at),
+                             ilir_subst(a, st->value, w->var, at));
+  }
+}
+
+/* A level [b] split by split_grid (the GRID loop at [at], the node's block
+ * loop after it) made one GRID loop, the level's only statement, so that it
+ * ends at its one grid barrier: where the block loop holds THREAD loops of
+ * one elementwise store each and every loop of the two runs over [0, m * G)
+ * for the smallest extent G, one fused WARP loop `for g in [0, G)` holds
+ * every loop's stores at g + j * G in order — the sums of element g, then
+ * the rest computed from them (ilir.h, IlirBind). Where that is not sound
+ * (grid_unsound: an elementwise store that reads another element of what
+ * the level computes, say) or not of that shape (a kept sum: treegru's
+ * U_h (r * s), mvrnn's; childsum's accumulations), the level stays split,
+ * two grid barriers. Returns whether it fused. */
+static bool fuse_level(CtxArena *a, IlirKernel *k, IlirBlock *b, int at) {
+  if (at != 0 || b->n != 2 || b->stmts[1]->team_lo) return false;
+  const IlirStmt *grid = b->stmts[0], *blk = b->stmts[1];
+  int nl = grid->body.n + blk->body.n, nst = 0;
+  IlirStmt **loops = CTX_NEW_ARRAY(a, IlirStmt *, nl);
+  memcpy(loops, grid->body.stmts, sizeof *loops * (size_t)grid->body.n);
+  memcpy(loops + grid->body.n, blk->body.stmts, sizeof *loops * (size_t)blk->body.n);
+  long G = 0;
+  for (int q = 0; q < nl; q++) {
+    const IlirStmt *l = loops[q];
+    const IlirStmt *st = l->kind == ILIR_LOOP && l->body.n == 1 ? l->body.stmts[0] : NULL;
+    if (!st || st->kind != ILIR_STORE || l->lo->kind != ILIR_CONST || l->lo->ival != 0 ||
+        l->hi->kind != ILIR_CONST || l->hi->ival <= 0)
+      return false;
+    if (q >= grid->body.n && (l->bind != ILIR_BIND_THREAD || has_reduce(st->value) ||
+                              has_reduce(st->index)))
+      return false;
+    G = G == 0 || l->hi->ival < G ? l->hi->ival : G;
+  }
+  for (int q = 0; q < nl; q++) {
+    if (loops[q]->hi->ival % G) return false;
+    nst += (int)(loops[q]->hi->ival / G);
+  }
+  if (nst > FUSE_MAX_STMTS) return false;
+  IlirVar *g = ilir_new_var(a, k, "i");
+  IlirStmt **stmts = CTX_NEW_ARRAY(a, IlirStmt *, nst);
+  int n = 0;
+  for (int q = 0; q < nl; q++) unroll_by(a, loops[q], g, G, stmts, &n);
+  IlirStmt **w = CTX_NEW_ARRAY(a, IlirStmt *, 1);
+  w[0] = ilir_loop(a, g, ilir_const_i(a, 0), ilir_const_i(a, G), ILIR_LOOP_SERIAL,
+                   (IlirBlock){stmts, n});
+  w[0]->bind = ILIR_BIND_WARP;
+  IlirStmt *fused = ilir_loop(a, grid->var, grid->lo, grid->hi, ILIR_LOOP_NODES, (IlirBlock){w, 1});
+  fused->bind = ILIR_BIND_GRID;
+  if (grid_unsound(k, fused)) return false;
+  b->stmts[0] = fused, b->n = 1;
+  return true;
 }
 
 static void cache_params(CtxDiag *diag, IlirKernel *k, const SchedGpuPlan *gpu) {
@@ -408,8 +609,9 @@ bool sched_gpu_apply(CtxArena *arena, CtxDiag *diag, IlirKernel *k, const SchedG
   if (gpu->bind_blocks) bind_nodes(&k->body, false, gpu->rows, &bad);
   if (gpu->bind_blocks && !bad) {
     bind_nodes(&k->body, true, gpu->rows, &bad);
-    if (gpu->rows == SCHED_ROWS_AUTO || gpu->rows == SCHED_ROWS_GRID)
-      grid_levels(arena, k, &k->body, false, gpu->rows);
+    if ((gpu->rows == SCHED_ROWS_AUTO || gpu->rows == SCHED_ROWS_GRID) &&
+        grid_levels(arena, k, &k->body, false, gpu->rows))
+      ilir_simplify(arena, k); /* the fused stores' indices, i + 256 and the like */
   }
   cache_params(diag, k, gpu);
   return sched_gpu_verify(k, diag);
@@ -473,23 +675,12 @@ static void check_block_loads(Phase *P, const IlirBlock *b) {
   }
 }
 
-/* A GRID loop (split_grid): warp loops only, each storing at its node's row:
- * its index n * cn + i * ci + ..., with the rows of the nodes apart by at
- * least a row of the loop's (|cn| >= |ci| x its iterations, a constant
- * count), so the grid's warps store distinct elements; the WARP loops are
- * then checked as phases. */
-static bool grid_sound(const IlirStmt *s) {
-  for (int i = 0; i < s->body.n; i++) {
-    const IlirStmt *w = s->body.stmts[i];
-    if (w->kind != ILIR_LOOP || w->bind != ILIR_BIND_WARP || w->body.n != 1 ||
-        w->lo->kind != ILIR_CONST || w->hi->kind != ILIR_CONST)
-      return false;
-    long cn = ilir_coef(w->body.stmts[0]->index, s->var);
-    long ci = ilir_coef(w->body.stmts[0]->index, w->var);
-    if (cn == 0 || cn == ILIR_NONLINEAR || ci == 0 || ci == ILIR_NONLINEAR) return false;
-    if (labs(cn) < labs(ci) * (w->hi->ival - w->lo->ival)) return false;
-  }
-  return true;
+/* Is the THREAD or WARP loop [s] a sound phase (the header's discipline)? */
+static bool phase_sound(const IlirKernel *k, CtxDiag *diag, const IlirStmt *s) {
+  Phase P = {k, diag, s->var, {0}, 0, true};
+  collect_stores(&P, &s->body);
+  check_block_loads(&P, &s->body);
+  return P.ok;
 }
 
 static bool verify_block(const IlirKernel *k, CtxDiag *diag, const IlirBlock *b, bool in_block) {
@@ -503,10 +694,7 @@ static bool verify_block(const IlirKernel *k, CtxDiag *diag, const IlirBlock *b,
     }
     bool rows = s->bind == ILIR_BIND_THREAD || s->bind == ILIR_BIND_WARP;
     if (s->kind == ILIR_LOOP && rows && in_block) {
-      Phase P = {k, diag, s->var, {0}, 0, true};
-      collect_stores(&P, &s->body);
-      check_block_loads(&P, &s->body);
-      ok = P.ok;
+      ok = phase_sound(k, diag, s);
       continue;
     }
     if (in_block && s->kind == ILIR_LOOP && !s->bind) { /* every thread alike */
@@ -524,10 +712,15 @@ static bool verify_block(const IlirKernel *k, CtxDiag *diag, const IlirBlock *b,
       CTX_ICE(diag, "sched: a block or grid loop that is not a nodes loop in kernel '%s'", k->name);
       return false;
     }
-    if (s->kind == ILIR_LOOP && s->bind == ILIR_BIND_GRID && !grid_sound(s)) {
-      CTX_ICE(diag, "sched: unsound grid loop in kernel '%s': not warp loops only, each storing "
-              "at its node's row", k->name);
-      return false;
+    if (s->kind == ILIR_LOOP && s->bind == ILIR_BIND_GRID) {
+      const char *why = grid_unsound(k, s);
+      if (why) {
+        CTX_ICE(diag, "sched: unsound grid loop in kernel '%s': %s", k->name, why);
+        return false;
+      }
+      for (int w = 0; w < s->body.n && ok; w++)
+        if (!fused_warp(s->body.stmts[w])) ok = phase_sound(k, diag, s->body.stmts[w]);
+      continue;
     }
     ok = verify_block(k, diag, &s->body, blk) && verify_block(k, diag, &s->then, false) &&
          verify_block(k, diag, &s->els, false);

@@ -6,7 +6,8 @@
 # .func; five butterfly shuffles, at least, per loop `--dump=ilir` shows
 # bound to warp, none without one),
 # then `ptxas --gpu-name sm_90 -v`, which must accept it with no
-# spills. Also sm_80 once per model. Exit 77 (skip) where ptxas is absent.
+# spills. Also sm_80 once per model; and treelstm's fused levels wait at one
+# grid barrier each. Exit 77 (skip) where ptxas is absent.
 #
 #   ptx_check.sh CTX SOURCE_DIR [PTXAS]
 set -u
@@ -58,5 +59,26 @@ for m in "$src"/examples/*.ctx; do
     check "$base -s $(basename "$s") H=8 (cached in shared)" sm_90 -D H=8 -s "$s" "$m"
   done
 done
+# One grid barrier a level where the level fuses (sched_gpu.c, fuse_level):
+# treelstm's level is one grid loop that leaves its barrier to the level's,
+# so the PTX holds as many barrier atoms as the kernel has levels loops (the
+# leaves' and the rest's), where a split level would add its grid loop's.
+barriers() { # NAME CTX-ARGS...
+  name=$1
+  shift
+  "$ctx" check --target cuda --emit=ptx "$@" >"$tmp/b.ptx" 2>"$tmp/err" &&
+    "$ctx" check --target cuda --dump=ilir "$@" >"$tmp/b.ilir" 2>>"$tmp/err"
+  atoms=$(grep -c 'atom\.add\.release\.gpu\.global\.u32' "$tmp/b.ptx")
+  levels=$(grep -c '^for l in levels' "$tmp/b.ilir")
+  grids=$(grep -c 'bound to grid' "$tmp/b.ilir")
+  if [ "$grids" -ge 1 ] && [ "$atoms" = "$levels" ]; then
+    echo "ok   $name: $atoms grid barriers for $levels levels loops"; pass=$((pass + 1))
+  else
+    echo "FAIL $name: $atoms grid barriers for $levels levels loops, $grids grid loops"
+    cat "$tmp/err"; fail=$((fail + 1))
+  fi
+}
+barriers "treelstm one barrier a level" "$src/examples/treelstm.ctx"
+barriers "treelstm H=512 one barrier a level" -D H=512 "$src/examples/treelstm.ctx"
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

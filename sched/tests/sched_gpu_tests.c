@@ -3,7 +3,8 @@
  * keeps the discipline and one for each way of breaking it (a read of
  * another thread's element inside a phase, a store that does not move with
  * the thread's loop, a statement of a block loop outside any thread loop, a
- * thread loop outside a block loop, a block loop that is not a nodes loop). */
+ * thread loop outside a block loop, a block loop that is not a nodes loop),
+ * and grid loops of warp loops, plain and fused (sched_gpu.c, fuse_level). */
 #include "sched/sched.h"
 
 #include <check.h>
@@ -15,6 +16,7 @@ typedef struct {
   CtxSources srcs;
   CtxDiag diag;
   int x, y;      /* two scratch buffers of 8 floats per node */
+  int p;         /* a parameter of 64 floats */
   IlirVar *n, *i, *j;
 } T;
 
@@ -25,11 +27,13 @@ static void t_init(T *t) {
   ctx_diag_init(&t->diag, &t->srcs, NULL);
   t->k = CTX_NEW(t->a, IlirKernel);
   t->k->name = "k";
-  t->k->bufs = CTX_NEW_ARRAY(t->a, IlirBuf, 2);
+  t->k->bufs = CTX_NEW_ARRAY(t->a, IlirBuf, 4);
   t->k->bufs[0] = (IlirBuf){"x", ILIR_BUF_SCRATCH, 8, 0, 0, {0, 0, 0, 0, 0}, false};
   t->k->bufs[1] = (IlirBuf){"y", ILIR_BUF_SCRATCH, 8, 0, 0, {0, 0, 0, 0, 0}, false};
-  t->k->nbufs = 2;
-  t->x = 0, t->y = 1;
+  t->k->bufs[2] = (IlirBuf){"p", ILIR_BUF_PARAM, 64, 0, 0, {0, 0, 0, 0, 0}, false};
+  t->k->bufs[3] = (IlirBuf){"dep", ILIR_BUF_DEP, 1, 0, 0, {0, 0, 0, 0, 0}, false};
+  t->k->nbufs = 4;
+  t->x = 0, t->y = 1, t->p = 2, t->k->dep_buf = 3;
   t->n = ilir_new_var(t->a, t->k, "n");
   t->i = ilir_new_var(t->a, t->k, "i");
   t->j = ilir_new_var(t->a, t->k, "j");
@@ -248,6 +252,84 @@ START_TEST(test_grid_unsound) {
 }
 END_TEST
 
+/* ---- fused warp loops (sched_gpu.c, fuse_level) ---- */
+
+/* row * n + i + off; with [dep], row * dep[n] + i + off (another node's row) */
+static IlirExpr *at(T *t, bool dep, long row, long off) {
+  IlirExpr *node = ilir_var(t->a, t->n);
+  if (dep) node = ilir_load(t->a, t->k, t->k->dep_buf, node);
+  IlirExpr *e = ilir_binary(t->a, ILIR_MUL, node, ilir_const_i(t->a, row));
+  e = ilir_binary(t->a, ILIR_ADD, e, ilir_var(t->a, t->i));
+  return ilir_binary(t->a, ILIR_ADD, e, ilir_const_i(t->a, off));
+}
+
+/* buf[row * n + i + off] = sum(j in [0, R)) p[j] + from[row * n + j] (when [from] >= 0) */
+static IlirStmt *sum_store(T *t, int buf, long row, long off, long R, int from) {
+  IlirExpr *x = ilir_load(t->a, t->k, t->p, ilir_var(t->a, t->j));
+  if (from >= 0) {
+    IlirExpr *ix = ilir_binary(t->a, ILIR_MUL, ilir_var(t->a, t->n), ilir_const_i(t->a, row));
+    ix = ilir_binary(t->a, ILIR_ADD, ix, ilir_var(t->a, t->j));
+    x = ilir_binary(t->a, ILIR_ADD, x, ilir_load(t->a, t->k, from, ix));
+  }
+  IlirExpr *sum =
+      ilir_reduce(t->a, ILIR_SUM, t->j, ilir_const_i(t->a, 0), ilir_const_i(t->a, R), x);
+  return ilir_store(t->a, buf, at(t, false, row, off), sum);
+}
+
+/* y[yrow n + i] = x[16 n + i + off] + x[16 dep[n] + i] (a child's row) */
+static IlirStmt *tail_store(T *t, long off, long yrow) {
+  IlirExpr *v = ilir_binary(t->a, ILIR_ADD, ilir_load(t->a, t->k, t->x, at(t, false, 16, off)),
+                            ilir_load(t->a, t->k, t->x, at(t, true, 16, 0)));
+  return ilir_store(t->a, t->y, at(t, false, yrow, 0), v);
+}
+
+/* A grid loop of one warp loop over i in [0, 8) fused of [body]. */
+static bool verify_fused(T *t, int n, IlirStmt **body) {
+  IlirStmt *w = bound(t, t->i, ILIR_BIND_WARP, ILIR_LOOP_SERIAL, n, body);
+  return verify_grid(t, 1, &w);
+}
+
+/* x's two bands of 8 (i and i + 8) of sums, then an elementwise store that
+ * reads them at its own element and a child's row */
+START_TEST(test_fused_sound) {
+  T t;
+  t_init(&t);
+  IlirStmt *s[3] = {sum_store(&t, t.x, 16, 0, 32, -1), sum_store(&t, t.x, 16, 8, 32, -1),
+                    tail_store(&t, 8, 16)};
+  ck_assert(verify_fused(&t, 3, s));
+  ck_assert_int_eq(t.diag.ice, 0);
+  t_done(&t);
+}
+END_TEST
+
+/* Each way of breaking a fused warp loop's discipline: 0 an elementwise
+ * read of another iteration's element, 1 of an element stored only later,
+ * 2 a sum that reads what the loop stores, 3 two stores of one element,
+ * 4 nodes' rows that overlap (y[4 n + i], i < 8: node n's i = 4 is node
+ * n + 1's i = 0),
+ * 5 a reduction that is no warp sum (4 terms), 6 a nested loop. */
+START_TEST(test_fused_unsound) {
+  for (int c = 0; c < 7; c++) {
+    T t;
+    t_init(&t);
+    IlirStmt *s[3] = {sum_store(&t, t.x, 16, 0, 32, -1), sum_store(&t, t.x, 16, 8, 32, -1),
+                      tail_store(&t, 8, 16)};
+    IlirStmt *late[3] = {s[0], s[2], s[1]};
+    IlirStmt **body = s;
+    if (c == 0) s[2] = tail_store(&t, 9, 16);
+    if (c == 1) body = late;
+    if (c == 2) s[1] = sum_store(&t, t.x, 16, 8, 32, t.y);
+    if (c == 3) s[1] = sum_store(&t, t.x, 16, 0, 32, -1), s[2] = tail_store(&t, 0, 16);
+    if (c == 4) s[2] = tail_store(&t, 8, 4);
+    if (c == 5) s[1] = sum_store(&t, t.x, 16, 8, 4, -1);
+    if (c == 6) s[1] = thread_loop(&t, t.j, 1, &s[1]);
+    ck_assert_msg(!verify_fused(&t, 3, body), "case %d", c);
+    ck_assert_int_eq(t.diag.ice, 1);
+    t_done(&t);
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("sched_gpu");
   TCase *tc = tcase_create("verify");
@@ -262,6 +344,8 @@ int main(void) {
   tcase_add_test(tc, test_warp_sum_strided);
   tcase_add_test(tc, test_grid_sound);
   tcase_add_test(tc, test_grid_unsound);
+  tcase_add_test(tc, test_fused_sound);
+  tcase_add_test(tc, test_fused_unsound);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
