@@ -139,6 +139,10 @@ GRID_ZOO = [
 ]
 
 
+# the models whose grid levels fuse (sched_gpu.c, fuse_level; docs/cuda.md)
+GRID_FUSED = ("treelstm", "narytreelstm", "treefc", "seqlstm")
+
+
 def grid_cases(root, tmp):
     cases = []
     for model, dims, specs in GRID_ZOO:
@@ -147,6 +151,8 @@ def grid_cases(root, tmp):
             f.write("schedule %s for cuda {\n  specialize leaf\n  bind node to block, i to grid\n}\n"
                     % model)
         configs = [sched_args(path) + ["--threads", t] for t in ("1", "2")]
+        if model in GRID_FUSED:  # the same levels left split (two grid barriers)
+            configs.append(sched_args(path) + ["--disable=grid-fusion", "--threads", "2"])
         for spec in specs:
             cases.append((os.path.join(root, "examples", model + ".ctx"), dims, spec, configs))
     return cases

@@ -183,6 +183,8 @@ enum {
                                 the whole batch before the levels */
   RA_OPT_DIRECT_RESULTS = 16384, /* sched: returned operators computed in their result
                                    rows, not copied there */
+  RA_OPT_GRID_FUSION = 65536, /* sched (cuda): a level's elementwise rest in its grid loop,
+                                one grid barrier a level (sched_gpu.c, fuse_level) */
   RA_OPT_LEAF_VIEWS = 32768 /* sched: leaves' parameter rows read where they are, not
                                copied into result rows */
 };

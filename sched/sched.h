@@ -170,6 +170,8 @@ typedef struct {
   int ncache;
   CtxSpan cache_span;             /* the cache directive (warnings) */
   long shared_limit;              /* shared memory per block, bytes */
+  bool fuse;                      /* a level's elementwise rest into its grid loop
+                                     (--disable=grid-fusion turns it off) */
 } SchedGpuPlan;
 
 /* Shared memory per block of the GPU architecture [arch] ("sm_90"; NULL:

@@ -119,6 +119,7 @@ SchedPlan sched_cuda_plan(CtxDiag *diag, const Schedule *s, unsigned disabled,
   memset(gpu, 0, sizeof *gpu);
   gpu->bind_blocks = true;
   gpu->shared_limit = sched_gpu_shared_limit(NULL);
+  gpu->fuse = !(disabled & RA_OPT_GRID_FUSION);
   SchedPlan plan = sched_default_plan(disabled | RA_OPT_REGISTER_TILE | RA_OPT_FUSE_EPILOGUE |
                                           RA_OPT_DIRECT_RESULTS | RA_OPT_LEAF_VIEWS,
                                       0, 0);
@@ -375,21 +376,24 @@ static int split_grid(CtxArena *a, const IlirKernel *k, IlirBlock *b, int at, Sc
 static bool fuse_level(CtxArena *a, IlirKernel *k, IlirBlock *b, int at);
 
 /* split_grid on every block loop directly inside a levels loop of [b], then
- * fuse_level where it applies. Returns the number of levels fused. */
-static int grid_levels(CtxArena *a, IlirKernel *k, IlirBlock *b, bool level, SchedRowBind rows) {
+ * fuse_level where it applies and [fuse] (--disable=grid-fusion: not). Returns
+ * the number of levels fused. */
+static int grid_levels(CtxArena *a, IlirKernel *k, IlirBlock *b, bool level, SchedRowBind rows,
+                       bool fuse) {
   int fused = 0;
   for (int i = 0; i < b->n; i++) {
     IlirStmt *s = b->stmts[i];
     if (level && s->kind == ILIR_LOOP && s->bind == ILIR_BIND_BLOCK) {
       int added = split_grid(a, k, b, i, rows);
-      if (added && fuse_level(a, k, b, i)) fused++, added = 0; /* the block loop is gone */
+      if (added && fuse && fuse_level(a, k, b, i)) fused++, added = 0; /* the block loop is gone */
       i += added;
       continue;
     }
     if (s->kind == ILIR_LOOP)
-      fused += grid_levels(a, k, &s->body, s->loop == ILIR_LOOP_LEVELS, rows);
+      fused += grid_levels(a, k, &s->body, s->loop == ILIR_LOOP_LEVELS, rows, fuse);
     if (s->kind == ILIR_IF)
-      fused += grid_levels(a, k, &s->then, level, rows) + grid_levels(a, k, &s->els, level, rows);
+      fused += grid_levels(a, k, &s->then, level, rows, fuse) +
+               grid_levels(a, k, &s->els, level, rows, fuse);
   }
   return fused;
 }
@@ -610,7 +614,7 @@ bool sched_gpu_apply(CtxArena *arena, CtxDiag *diag, IlirKernel *k, const SchedG
   if (gpu->bind_blocks && !bad) {
     bind_nodes(&k->body, true, gpu->rows, &bad);
     if ((gpu->rows == SCHED_ROWS_AUTO || gpu->rows == SCHED_ROWS_GRID) &&
-        grid_levels(arena, k, &k->body, false, gpu->rows))
+        grid_levels(arena, k, &k->body, false, gpu->rows, gpu->fuse))
       ilir_simplify(arena, k); /* the fused stores' indices, i + 256 and the like */
   }
   cache_params(diag, k, gpu);

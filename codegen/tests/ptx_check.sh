@@ -7,7 +7,7 @@
 # bound to warp, none without one),
 # then `ptxas --gpu-name sm_90 -v`, which must accept it with no
 # spills. Also sm_80 once per model; and treelstm's fused levels wait at one
-# grid barrier each. Exit 77 (skip) where ptxas is absent.
+# grid barrier each (two with --disable=grid-fusion). Exit 77 (skip) where ptxas is absent.
 #
 #   ptx_check.sh CTX SOURCE_DIR [PTXAS]
 set -u
@@ -63,22 +63,24 @@ done
 # treelstm's level is one grid loop that leaves its barrier to the level's,
 # so the PTX holds as many barrier atoms as the kernel has levels loops (the
 # leaves' and the rest's), where a split level would add its grid loop's.
-barriers() { # NAME CTX-ARGS...
-  name=$1
-  shift
+barriers() { # NAME SPLIT CTX-ARGS... (SPLIT 1: --disable=grid-fusion, a barrier more a grid loop)
+  name=$1 split=$2
+  shift 2
   "$ctx" check --target cuda --emit=ptx "$@" >"$tmp/b.ptx" 2>"$tmp/err" &&
     "$ctx" check --target cuda --dump=ilir "$@" >"$tmp/b.ilir" 2>>"$tmp/err"
   atoms=$(grep -c 'atom\.add\.release\.gpu\.global\.u32' "$tmp/b.ptx")
   levels=$(grep -c '^for l in levels' "$tmp/b.ilir")
   grids=$(grep -c 'bound to grid' "$tmp/b.ilir")
-  if [ "$grids" -ge 1 ] && [ "$atoms" = "$levels" ]; then
+  if [ "$grids" -ge 1 ] && [ "$atoms" = $((levels + split * grids)) ]; then
     echo "ok   $name: $atoms grid barriers for $levels levels loops"; pass=$((pass + 1))
   else
     echo "FAIL $name: $atoms grid barriers for $levels levels loops, $grids grid loops"
     cat "$tmp/err"; fail=$((fail + 1))
   fi
 }
-barriers "treelstm one barrier a level" "$src/examples/treelstm.ctx"
-barriers "treelstm H=512 one barrier a level" -D H=512 "$src/examples/treelstm.ctx"
+barriers "treelstm one barrier a level" 0 "$src/examples/treelstm.ctx"
+barriers "treelstm H=512 one barrier a level" 0 -D H=512 "$src/examples/treelstm.ctx"
+barriers "treelstm --disable=grid-fusion two a level" 1 --disable=grid-fusion \
+  "$src/examples/treelstm.ctx"
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -13,7 +13,7 @@ DIR gets:
                    interpreter's expected outputs (ctx run --interp, float64)
   lat/K/           a latency case (H 256 / 512, B 1 / 10 structures; seeded
                    default weights): the input
-  probe/K/         a schedule probe: one input timed under two CUDA schedules
+  probe/K/         a schedule probe: one input timed under three CUDA schedules
                    (PROBES), each its own library: what a grid loop costs or
                    saves on this GPU, per dependency level
   cases.json       what to run and compare, with ctx's CPU latency of each
@@ -61,7 +61,8 @@ def run(argv, **kw):
 
 def lib_for(a, libs, model, dims, sched=None):
     """The library of [model] at [dims], built once; [sched]: (name, the text of
-    a `schedule MODEL for cuda` block), applied on the cuda target only."""
+    a `schedule MODEL for cuda` block, more ctx build arguments), applied on the
+    cuda target only."""
     key = model + "".join("-%s%s" % kv for kv in sorted(dims.items()))
     if sched:
         key += "-" + sched[0]
@@ -74,7 +75,7 @@ def lib_for(a, libs, model, dims, sched=None):
             path = out + ".cuda.sched"
             with open(path, "w") as f:
                 f.write(sched[1])
-            argv += ["-s", path]
+            argv += ["-s", path] + sched[2]
         run(argv)
         if sched and a.target == "cuda":
             os.remove(path)
@@ -150,16 +151,23 @@ def latency_cases(a, libs):
     return cases
 
 
-# Schedule probes: one input timed under two CUDA schedules. `warp` keeps a
+# Schedule probes: one input timed under three CUDA schedules. `warp` keeps a
 # level's sums on the blocks of its nodes (a chain of one-node levels runs
 # without grid barriers); `grid` moves them into a loop over the whole grid
-# (a grid barrier every level). On a long chain of small steps the difference
-# per level is what a grid level costs beyond a block level (its barrier);
-# on treelstm at B = 1 it is what spreading a level's weights over every
-# multiprocessor saves: what sched_gpu.c's GRID_MIN_MACS estimates.
+# and, where the rest of the node's body is elementwise, fuses it there (one
+# grid barrier a level); `split` is `grid` without that fusion
+# (--disable=grid-fusion: the sums over the grid, then the node's block, two
+# grid barriers a level). On a long chain of small steps (grid - warp) per
+# level is what a grid level costs beyond a block level (its barrier); on
+# treelstm at B = 1 it is what spreading a level's weights over every
+# multiprocessor saves (what sched_gpu.c's GRID_MIN_MACS estimates), and
+# (grid - split) per level what the fusion saves or costs.
+GRID_SCHED = "schedule %s for cuda {\n  specialize leaf\n  bind node to block, i to grid\n}\n"
 PROBE_SCHEDS = {
-    "warp": "schedule %s for cuda {\n  specialize leaf\n  bind node to block, i to warp\n}\n",
-    "grid": "schedule %s for cuda {\n  specialize leaf\n  bind node to block, i to grid\n}\n",
+    "warp": ("schedule %s for cuda {\n  specialize leaf\n  bind node to block, i to warp\n}\n",
+             []),
+    "grid": (GRID_SCHED, []),
+    "split": (GRID_SCHED, ["--disable=grid-fusion"]),
 }
 PROBES = [  # (model, H, structures, their shape)
     ("seqlstm", 32, 1, "chain"),
@@ -195,7 +203,8 @@ def probe_cases(a, libs):
         with open(os.path.join(d, "input.txt"), "w") as f:
             f.write(text)
         for name in sorted(PROBE_SCHEDS):
-            lib = lib_for(a, libs, model, dims, (name, PROBE_SCHEDS[name] % model))
+            text, args = PROBE_SCHEDS[name]
+            lib = lib_for(a, libs, model, dims, (name, text % model, args))
             cases.append({"model": model, "H": h, "B": count, "dims": dims, "sched": name,
                           "levels": levels, "lib": lib, "dir": os.path.relpath(d, a.out),
                           "format": fmt})

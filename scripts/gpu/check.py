@@ -8,8 +8,8 @@ CUDA). Then the latency cases: ctx on the GPU (gpu_run --repeat, medians of
 what a user waits for: linearization, copies, the kernel), ctx on the CPU
 (measured where the bundle was made) and PyTorch eager on the GPU
 (torch_eager.py, where `import torch` works). Then the schedule probes: one
-input under two CUDA schedules (bundle.py, PROBES), and the difference per
-dependency level. Prints one line per case, the tables, and last `N passed,
+input under three CUDA schedules (bundle.py, PROBES), and the differences
+per dependency level. Prints one line per case, the tables, and last `N passed,
 N failed`.
 
 The whole check keeps to about 5 minutes whatever the GPU does: every run has
@@ -140,13 +140,15 @@ def latency(root, cases):
 
 
 def probes(root, cases):
-    """The schedule probes: each input's median under each schedule, and
-    (grid - warp) / levels: what a grid level costs (> 0) or saves (< 0)."""
+    """The schedule probes: each input's median under each schedule, and per
+    level (grid - warp) / levels, what a grid level costs (> 0) or saves (< 0),
+    and (grid - split) / levels, what the fusion of its elementwise rest does."""
     if not cases:
         return
-    print("\nschedule probes, microseconds per call (median); per level: (grid - warp) / levels:")
-    print("%-9s %4s %3s %6s %12s %12s %10s" % ("model", "H", "B", "levels", "warp", "grid",
-                                                "per level"))
+    print("\nschedule probes, microseconds per call (median); per level: (grid - warp) and "
+          "(grid - split) / levels:")
+    print("%-9s %4s %3s %6s %10s %10s %10s %10s %10s" % (
+        "model", "H", "B", "levels", "warp", "grid", "split", "grid-warp", "grid-split"))
     got = {}
     for c in cases:
         key = (c["model"], c["H"], c["B"])
@@ -162,11 +164,12 @@ def probes(root, cases):
             except (subprocess.TimeoutExpired, OSError) as e:
                 print("gpu_run %s H=%d B=%d %s: %s" % (c["model"], c["H"], c["B"], c["sched"], e))
         got.setdefault(key, {"levels": c["levels"]})[c["sched"]] = us
-    fmt = lambda v: "%12.1f" % v if v else "%12s" % "-"  # noqa: E731
+    fmt = lambda v: "%10.1f" % v if v else "%10s" % "-"  # noqa: E731
     for (model, h, b), g in got.items():
-        w, gr = g.get("warp"), g.get("grid")
-        per = "%10.2f" % ((gr - w) / g["levels"]) if w and gr else "%10s" % "-"
-        print("%-9s %4d %3d %6d %s %s %s" % (model, h, b, g["levels"], fmt(w), fmt(gr), per))
+        w, gr, sp = g.get("warp"), g.get("grid"), g.get("split")
+        per = lambda x: "%10.2f" % ((gr - x) / g["levels"]) if x and gr else "%10s" % "-"  # noqa: E731
+        print("%-9s %4d %3d %6d %s %s %s %s %s" % (model, h, b, g["levels"], fmt(w), fmt(gr),
+                                                   fmt(sp), per(w), per(sp)))
 
 
 def main():
