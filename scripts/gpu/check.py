@@ -100,6 +100,19 @@ def median_us(r):
     return None
 
 
+def timed_us(root, c, budget, label):
+    """gpu_run's median over 200 calls of case [c], or None (the reason printed)."""
+    try:
+        r = gpu_run(root, c, ["--repeat", "200"], budget)
+    except (subprocess.TimeoutExpired, OSError) as e:
+        print("gpu_run %s: %s" % (label, e))
+        return None
+    if r.returncode != 0:
+        print("gpu_run %s: exit %d: %s" % (label, r.returncode, r.stderr.strip()))
+        return None
+    return median_us(r)
+
+
 def latency(root, cases):
     sys.path.insert(0, root)
     try:
@@ -116,15 +129,7 @@ def latency(root, cases):
             print("(%d latency cases left out: past the check's %d s)" % (len(cases) - i,
                                                                          TOTAL_S))
             break
-        try:
-            r = gpu_run(root, c, ["--repeat", "200"], budget)
-            gpu = median_us(r) if r.returncode == 0 else None
-            if r.returncode != 0:
-                print("gpu_run %s H=%d B=%d: exit %d: %s" % (c["model"], c["H"], c["B"],
-                                                            r.returncode, r.stderr.strip()))
-        except (subprocess.TimeoutExpired, OSError) as e:
-            print("gpu_run %s H=%d B=%d: %s" % (c["model"], c["H"], c["B"], e))
-            gpu = None
+        gpu = timed_us(root, c, budget, "%s H=%d B=%d" % (c["model"], c["H"], c["B"]))
         t = None
         if torch_ok and left(TOTAL_S) > 10:
             try:
@@ -155,14 +160,8 @@ def probes(root, cases):
         budget = min(LATENCY_S, left(TOTAL_S))
         us = None
         if budget >= 1:
-            try:
-                r = gpu_run(root, c, ["--repeat", "200"], budget)
-                us = median_us(r) if r.returncode == 0 else None
-                if r.returncode != 0:
-                    print("gpu_run %s H=%d B=%d %s: exit %d: %s" % (
-                        c["model"], c["H"], c["B"], c["sched"], r.returncode, r.stderr.strip()))
-            except (subprocess.TimeoutExpired, OSError) as e:
-                print("gpu_run %s H=%d B=%d %s: %s" % (c["model"], c["H"], c["B"], c["sched"], e))
+            us = timed_us(root, c, budget, "%s H=%d B=%d %s" % (c["model"], c["H"], c["B"],
+                                                                c["sched"]))
         got.setdefault(key, {"levels": c["levels"]})[c["sched"]] = us
     fmt = lambda v: "%10.1f" % v if v else "%10s" % "-"  # noqa: E731
     for (model, h, b), g in got.items():
