@@ -660,6 +660,19 @@ static LLVMValueRef lane_part(CgEmit *E, const IlirExpr *e, LLVMValueRef lane) {
   return acc;
 }
 
+/* Code from here runs on [lane] 0 alone, up to lane0_end (its join block). */
+static LLVMBasicBlockRef lane0_begin(CgEmit *E, LLVMValueRef lane) {
+  LLVMBasicBlockRef st = cg_new_block(E, "lane0"), done = cg_new_block(E, "lane0.done");
+  LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntEQ, lane, cg_const_i64(E, 0), ""), st, done);
+  LLVMPositionBuilderAtEnd(E->b, st);
+  return done;
+}
+
+static void lane0_end(CgEmit *E, LLVMBasicBlockRef done) {
+  LLVMBuildBr(E->b, done);
+  LLVMPositionBuilderAtEnd(E->b, done);
+}
+
 /* The store [s] of sums of an iteration of a WARP loop (ilir_store_sums:
  * out[idx] = one or several sums added) with this thread's [lane] of the
  * warp: the lane adds its part of each sum (lane_part); the target's
@@ -677,13 +690,10 @@ static void emit_warp_store(CgEmit *E, const IlirStmt *s, LLVMValueRef lane) {
     return;
   }
   LLVMValueRef sum = E->tgt->warp_sum(E->b, E->mod, part);
-  LLVMBasicBlockRef st = cg_new_block(E, "warp.store"), done = cg_new_block(E, "warp.done");
-  LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntEQ, lane, cg_const_i64(E, 0), ""), st, done);
-  LLVMPositionBuilderAtEnd(E->b, st);
+  LLVMBasicBlockRef done = lane0_begin(E, lane);
   LLVMValueRef idx = cg_emit_expr(E, s->index);
   LLVMBuildStore(E->b, sum, LLVMBuildInBoundsGEP2(E->b, E->f32, E->bufs[s->buf], &idx, 1, ""));
-  LLVMBuildBr(E->b, done);
-  LLVMPositionBuilderAtEnd(E->b, done);
+  lane0_end(E, done);
 }
 
 /* An iteration of a WARP loop [w] of a GRID loop, one store of sums or
@@ -698,12 +708,9 @@ static void emit_warp_stores(CgEmit *E, const IlirStmt *w, LLVMValueRef lane) {
       emit_warp_store(E, s, lane);
       continue;
     }
-    LLVMBasicBlockRef st = cg_new_block(E, "lane0"), done = cg_new_block(E, "lane0.done");
-    LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntEQ, lane, cg_const_i64(E, 0), ""), st, done);
-    LLVMPositionBuilderAtEnd(E->b, st);
+    LLVMBasicBlockRef done = lane0_begin(E, lane);
     cg_emit_store(E, s);
-    LLVMBuildBr(E->b, done);
-    LLVMPositionBuilderAtEnd(E->b, done);
+    lane0_end(E, done);
   }
 }
 
