@@ -618,7 +618,7 @@ bool sched_gpu_apply(CtxArena *arena, CtxDiag *diag, IlirKernel *k, const SchedG
       ilir_simplify(arena, k); /* the fused stores' indices, i + 256 and the like */
   }
   cache_params(diag, k, gpu);
-  return sched_gpu_verify(k, diag);
+  return sched_gpu_verify(k, diag) && ilir_verify(k, diag);
 }
 
 /* ---- the check ---------------------------------------------------------------------- */
