@@ -33,6 +33,7 @@ typedef struct {
   uint64_t batch;      /* --batch B: structures per batch (0: all in one) */
   uint64_t repeat;     /* --repeat R: run every batch R times (0: once) */
   uint64_t threads;    /* --threads N (0: every core; ctxrt_model_set_threads) */
+  const char *device;  /* --device N: the GPU of --target cuda (CTXRT_CUDA_DEVICE) */
   bool profile;        /* --profile: where the time goes (driver_profile.c) */
   bool perf_map;       /* --perf-map: /tmp/perf-PID.map for perf */
   bool jitdump;        /* --perf-jitdump: LLVM's jitdump for perf inject --jit */

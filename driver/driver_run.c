@@ -127,6 +127,14 @@ static int set_value(CtxRunOptions *r, const char *name, const char *val) {
     *slot = val;
     return 0;
   }
+  if (strcmp(name, "--device") == 0) {
+    uint64_t n;
+    if (!parse_u64(val, &n) || n > INT32_MAX)
+      return run_usage("option '--device' needs a GPU number (0, 1, ...), found '%s'", val);
+    if (r->device) return run_usage("option '%s' given twice", name);
+    r->device = val;
+    return 0;
+  }
   if (strcmp(name, "--format") == 0) {
     if (strcmp(val, "ptb") == 0)
       r->format = CTX_FORMAT_PTB;
@@ -156,7 +164,7 @@ int ctx_run_option(int argc, char **argv, int *i, CtxOptions *o) {
   static const char *const valued[] = {"--weights", "--input", "--gen",   "--vocab",
                                        "--output",  "--format", "--seed", "--batch",
                                        "--repeat",  "--threads", "--conllu-column",
-                                       "--unk"};
+                                       "--unk",     "--device"};
   const char *a = argv[*i];
   if (strcmp(a, "--interp") == 0) {
     o->run.interp = true;
@@ -214,6 +222,9 @@ static int check_command(CtxOptions *opts) {
   if (r->interp && (r->profile || r->perf_map || r->jitdump))
     return run_usage("%s applies to the compiled kernel, not to --interp",
                      r->profile ? "--profile" : r->perf_map ? "--perf-map" : "--perf-jitdump");
+  if (r->device && (opts->target != CTX_TARGET_CUDA || opts->gpu_on_cpu || r->interp))
+    return run_usage("--device picks the GPU of --target cuda (without --on-cpu and "
+                     "--interp)%s", "");
   if (r->input && r->gen) return run_usage("give --input or --gen, not both%s", "");
   if (r->format != CTX_FORMAT_AUTO && !r->input)
     return run_usage("--format applies to --input only%s", "");
@@ -757,6 +768,8 @@ static int run_stages(CtxRun *r) {
     if (!r->fout) ctx_oom();
     ctx_model_desc_init(&r->desc, r->p, r->k, r->jit ? cg_jit_kernel(r->jit) : NULL);
     if (!r->jit) ctx_model_desc_cuda(&r->desc, r->k, ctx_buf_str(&r->ptx));
+    /* the runtime reads the GPU's number where a built library's user sets it */
+    if (r->o->device && setenv("CTXRT_CUDA_DEVICE", r->o->device, 1)) ctx_oom();
     if (ctxrt_model_create(&r->desc.desc, r->weights, &r->model, &r->err) ||
         ctxrt_model_set_threads(r->model, (int32_t)r->o->threads, &r->err))
       return report(r);

@@ -761,7 +761,10 @@ CtxrtStatus ctxrt_model_load(const CtxrtModelDesc *desc, const char *weights_pat
  * variable CTXRT_CUDA_DRIVER names), initializes it and counts its GPUs into
  * [*devices]. CTXRT_ERR_DEVICE: `error: no CUDA driver (libcuda.so.1 not
  * found)`, a symbol it lacks, the driver's own error, or no GPU. A model with a
- * CUDA kernel (desc->ptx) gets the same errors from ctxrt_model_create. */
+ * CUDA kernel (desc->ptx) gets the same errors from ctxrt_model_create, and
+ * runs on the GPU the environment variable CTXRT_CUDA_DEVICE numbers (0, the
+ * default, to [*devices] - 1; counted after CUDA_VISIBLE_DEVICES, as the
+ * driver lists them): another value is CTXRT_ERR_DEVICE at creation. */
 CtxrtStatus ctxrt_cuda_probe(int32_t *devices, CtxrtError *err);
 
 /* Frees [model] (and the weights it owns). NULL is allowed. */

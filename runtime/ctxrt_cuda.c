@@ -219,13 +219,40 @@ static bool is_input(int32_t kind) {
          kind == CTXRT_BUF_NUM_DEPS || kind == CTXRT_BUF_LEVELS || kind == CTXRT_BUF_ARITY_END;
 }
 
+/* The ordinal of the GPU a model runs on, among those the driver lists (so
+ * counted after CUDA_VISIBLE_DEVICES): the environment variable
+ * CTXRT_CUDA_DEVICE's, default 0. A value that is not a GPU of this machine
+ * is an error, never a run on another GPU. */
+static CtxrtStatus device_ordinal(CtxrtCudaApi *a, int *ordinal, CtxrtError *err) {
+  int n = 0;
+  CtxCuResult r = a->device_count(&n);
+  if (r) return cu_fail(a, r, "cuDeviceGetCount", err);
+  if (n < 1) return ctxrt__err(err, CTXRT_ERR_DEVICE, NULL, 0, "no CUDA GPU found");
+  const char *env = getenv("CTXRT_CUDA_DEVICE");
+  *ordinal = 0;
+  if (!env || !*env) return CTXRT_OK;
+  char *end;
+  long v = strtol(env, &end, 10);
+  if (*end || env[0] < '0' || env[0] > '9' || v < 0 || v >= n) {
+    if (n == 1)
+      return ctxrt__err(err, CTXRT_ERR_DEVICE, NULL, 0, "CTXRT_CUDA_DEVICE=%s: not a GPU of "
+                        "this machine (the CUDA driver lists one: 0)", env);
+    return ctxrt__err(err, CTXRT_ERR_DEVICE, NULL, 0, "CTXRT_CUDA_DEVICE=%s: not a GPU of this "
+                      "machine (the CUDA driver lists %d: 0 to %d)", env, n, n - 1);
+  }
+  *ordinal = (int)v;
+  return CTXRT_OK;
+}
+
 /* Context, module, function, stream; the occupancy and co-residency checks. */
 static CtxrtStatus open_kernel(CtxrtCuda *g, CtxrtError *err) {
   CtxrtCudaApi *a = &g->api;
   CtxCuResult r;
-  int sms = 0, coop = 0, optin = 0, per_sm = 0;
+  int sms = 0, coop = 0, optin = 0, per_sm = 0, ordinal = 0;
   if ((r = a->init(0))) return cu_fail(a, r, "cuInit", err);
-  if ((r = a->device_get(&g->dev, 0))) return cu_fail(a, r, "cuDeviceGet", err);
+  CtxrtStatus st = device_ordinal(a, &ordinal, err);
+  if (st) return st;
+  if ((r = a->device_get(&g->dev, ordinal))) return cu_fail(a, r, "cuDeviceGet", err);
   if ((r = a->ctx_retain(&g->ctx, g->dev))) return cu_fail(a, r, "cuDevicePrimaryCtxRetain", err);
   g->ctx_held = true;
   if ((r = a->ctx_set(g->ctx))) return cu_fail(a, r, "cuCtxSetCurrent", err);

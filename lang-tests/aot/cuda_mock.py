@@ -13,8 +13,11 @@ MAX_DYNAMIC_SHARED_SIZE_BYTES first; and treelstm at H=32 under a schedule
 that spreads each level's sums over the whole grid (`bind i to grid`), which
 must launch every co-resident block (the mock's 4 SMs x 2). Each launch's
 dynamic shared memory and grid are reported by the mock and checked against
-the case's bounds. Prints one line per case and `N passed, N failed`; exits 1
-on a failure.
+the case's bounds. The GPU a model runs on: device 0 by default; with two
+mock GPUs, CTXRT_CUDA_DEVICE=1 (a built library) and `ctx run --target cuda
+--device 1` run on device 1 with the interpreter's outputs, and a number that
+is not a GPU of the machine is an error naming it. Prints one line per case
+and `N passed, N failed`; exits 1 on a failure.
 
     cuda_mock.py --ctx CTX --gpu-run GPU_RUN --mock LIBMOCK.so
 """
@@ -110,6 +113,8 @@ def check(a, tmp, i, model, dims, shape, extra, shared):
         with open(report) as f:
             words = [line.split() for line in f if line.startswith("shared ")]
         launched, grids = [int(w[1]) for w in words], [int(w[3]) for w in words]
+        if any(w[5] != "0" for w in words):
+            fails.append("launches on devices %s, expected device 0" % sorted({w[5] for w in words}))
     if all_blocks and any(g != CO_RESIDENT for g in grids):
         fails.append("grids of %s blocks, expected every co-resident block (%d)"
                      % (sorted(set(grids)), CO_RESIDENT))
@@ -121,6 +126,65 @@ def check(a, tmp, i, model, dims, shape, extra, shared):
         fails.append("launches with %s bytes of dynamic shared memory, expected %d to %d"
                      % (", ".join(map(str, bad)), lo, hi))
     return fails
+
+
+def device_cases(a, tmp):
+    """(name, failures) of the GPU choice, on case 0's libraries (treefc)."""
+    model, dims, shape = CASES[0][:3]
+    d = os.path.join(tmp, "0")
+    src = os.path.join(REPO, "examples", model + ".ctx")
+    inp, fmt = os.path.join(d, "input.txt"), make_data.shape_format(shape)
+    ref = os.path.join(d, "device_ref.npy")
+    subprocess.run([a.ctx, "run", src, "--interp", "--input", inp, "--format", fmt,
+                    "--output", ref] + dims_args(dims), check=True, capture_output=True)
+    cases = []
+
+    def run(name, cmd, ordinal, gpus, expect):
+        """[cmd] with [gpus] mock GPUs and CTXRT_CUDA_DEVICE=[ordinal] (None:
+        unset): on device [expect] with the interpreter's outputs, or (a str)
+        failing with that message."""
+        report, got = os.path.join(d, "device_launches.txt"), os.path.join(d, "device_got.npy")
+        for f in (report, got):
+            if os.path.exists(f):
+                os.remove(f)
+        env = dict(os.environ, CTXRT_CUDA_DRIVER=a.mock, MOCK_CUDA_DEVICES=str(gpus),
+                   MOCK_CUDA_KERNEL_LIB=os.path.join(d, "cpu", "lib%s.so" % model),
+                   MOCK_CUDA_REPORT=report)
+        env.pop("CTXRT_CUDA_DEVICE", None)
+        if ordinal is not None:
+            env["CTXRT_CUDA_DEVICE"] = ordinal
+        r = subprocess.run(cmd + ["--output", got], env=env, capture_output=True, text=True)
+        fails = []
+        if isinstance(expect, str):
+            if r.returncode == 0 or expect not in r.stderr:
+                fails.append("exit %d, stderr %r; expected a failure saying %r"
+                             % (r.returncode, r.stderr.strip(), expect))
+        elif r.returncode != 0:
+            fails.append("exit %d: %s" % (r.returncode, r.stderr.strip()))
+        else:
+            with open(report) as f:
+                used = {line.split()[5] for line in f if line.startswith("shared ")}
+            if used != {str(expect)}:
+                fails.append("launched on devices %s, expected %d" % (sorted(used), expect))
+            g, want = np.load(got), np.load(ref)
+            if g.shape != want.shape or not np.allclose(g, want, rtol=1e-4, atol=1e-5):
+                fails.append("differs from the interpreter")
+        cases.append(("device: " + name, fails))
+
+    lib = [a.gpu_run, os.path.join(d, "gpu"), model, "--input", inp, "--format", fmt]
+    ctx_run = [a.ctx, "run", "--target", "cuda", src, "--input", inp, "--format", fmt] + \
+        dims_args(dims)
+    run("library, CTXRT_CUDA_DEVICE=1 of 2", lib, "1", 2, 1)
+    run("library, CTXRT_CUDA_DEVICE unset, 2 GPUs", lib, None, 2, 0)
+    run("library, CTXRT_CUDA_DEVICE=2 of 2", lib, "2", 2,
+        "CTXRT_CUDA_DEVICE=2: not a GPU of this machine (the CUDA driver lists 2: 0 to 1)")
+    run("library, CTXRT_CUDA_DEVICE=x", lib, "x", 1,
+        "CTXRT_CUDA_DEVICE=x: not a GPU of this machine (the CUDA driver lists one: 0)")
+    run("ctx run --device 1 of 2", ctx_run + ["--device", "1"], None, 2, 1)
+    run("ctx run --device 1 over CTXRT_CUDA_DEVICE=0", ctx_run + ["--device", "1"], "0", 2, 1)
+    run("ctx run --device 1 of 1", ctx_run + ["--device", "1"], None, 1,
+        "CTXRT_CUDA_DEVICE=1: not a GPU of this machine (the CUDA driver lists one: 0)")
+    return cases
 
 
 def main():
@@ -137,6 +201,11 @@ def main():
             name = "%s %s %s %s" % (model, shape, " ".join("%s=%s" % kv for kv in dims.items()),
                                     " ".join(os.path.basename(x) for x in extra))
             fails = check(a, tmp, i, model, dims, shape, extra, shared)
+            print("%s %s%s" % ("FAIL" if fails else "ok  ", name,
+                               ": " + "; ".join(fails) if fails else ""))
+            passed += not fails
+            failed += bool(fails)
+        for name, fails in device_cases(a, tmp):
             print("%s %s%s" % ("FAIL" if fails else "ok  ", name,
                                ": " + "; ".join(fails) if fails else ""))
             passed += not fails

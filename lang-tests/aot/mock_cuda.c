@@ -21,8 +21,8 @@
  * least that amount first (cuFuncSetAttribute, up to the opt-in limit).
  * MOCK_CUDA_NBUFS is the kernel's buffer count (for the table check); where
  * MOCK_CUDA_REPORT names a file, each launch appends a line `shared N blocks
- * G` (its dynamic shared memory and grid) to it, so a test can tell which path
- * it ran.
+ * G device D` (its dynamic shared memory, grid and GPU) to it, so a test can
+ * tell which path it ran. MOCK_CUDA_DEVICES is the number of GPUs (default 1).
  */
 #include <dlfcn.h>
 #include <stdint.h>
@@ -70,10 +70,19 @@ static int inside(const void *p, size_t n) {
 
 CUresult cuInit(unsigned flags);
 CUresult cuInit(unsigned flags) { return flags ? 1 : 0; }
+/* MOCK_CUDA_DEVICES GPUs (default 1) */
+static int devices(void) {
+  const char *n = getenv("MOCK_CUDA_DEVICES");
+  return n && atoi(n) > 0 ? atoi(n) : 1;
+}
+static int the_device = -1; /* the one whose context is retained */
 CUresult cuDeviceGet(int *d, int ordinal);
-CUresult cuDeviceGet(int *d, int ordinal) { *d = ordinal; return ordinal ? 101 : 0; }
+CUresult cuDeviceGet(int *d, int ordinal) {
+  *d = ordinal;
+  return ordinal >= 0 && ordinal < devices() ? 0 : 101; /* CUDA_ERROR_INVALID_DEVICE */
+}
 CUresult cuDeviceGetCount(int *n);
-CUresult cuDeviceGetCount(int *n) { *n = 1; return 0; }
+CUresult cuDeviceGetCount(int *n) { *n = devices(); return 0; }
 CUresult cuDeviceGetAttribute(int *v, int attr, int dev);
 CUresult cuDeviceGetAttribute(int *v, int attr, int dev) {
   (void)dev;
@@ -82,9 +91,14 @@ CUresult cuDeviceGetAttribute(int *v, int attr, int dev) {
 }
 static int the_ctx;
 CUresult cuDevicePrimaryCtxRetain(void **c, int dev);
-CUresult cuDevicePrimaryCtxRetain(void **c, int dev) { (void)dev; *c = &the_ctx; return 0; }
+CUresult cuDevicePrimaryCtxRetain(void **c, int dev) {
+  if (dev < 0 || dev >= devices()) return 101;
+  the_device = dev;
+  *c = &the_ctx;
+  return 0;
+}
 CUresult cuDevicePrimaryCtxRelease_v2(int dev);
-CUresult cuDevicePrimaryCtxRelease_v2(int dev) { (void)dev; return 0; }
+CUresult cuDevicePrimaryCtxRelease_v2(int dev) { return dev == the_device ? 0 : 101; }
 CUresult cuCtxSetCurrent(void *c);
 CUresult cuCtxSetCurrent(void *c) { return c == &the_ctx ? 0 : 201; }
 
@@ -211,7 +225,7 @@ CUresult cuLaunchCooperativeKernel(void *f, unsigned gx, unsigned gy, unsigned g
   const char *report = getenv("MOCK_CUDA_REPORT");
   FILE *rf = report ? fopen(report, "a") : NULL;
   if (report && !rf) die("MOCK_CUDA_REPORT cannot be opened");
-  if (rf) fprintf(rf, "shared %u blocks %u\n", shm, gx), fclose(rf);
+  if (rf) fprintf(rf, "shared %u blocks %u device %d\n", shm, gx, the_device), fclose(rf);
   KernelFn kernel;
   *(void **)&kernel = f; /* dlsym's result (POSIX) */
   kernel(bufs, nodes, levels, 0, 1, NULL, NULL);
@@ -222,6 +236,7 @@ CUresult cuGetErrorName(CUresult r, const char **name);
 CUresult cuGetErrorName(CUresult r, const char **name) {
   *name = r == 0               ? "CUDA_SUCCESS"
           : r == INVALID_VALUE ? "CUDA_ERROR_INVALID_VALUE"
+          : r == 101           ? "CUDA_ERROR_INVALID_DEVICE"
           : r == 720           ? "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE"
                                : "CUDA_ERROR_MOCK";
   return 0;
