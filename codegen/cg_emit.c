@@ -346,6 +346,7 @@ static LLVMValueRef emit_reduce(CgEmit *E, const IlirExpr *e) {
     next = LLVMBuildSelect(E->b, gt, x, acc, "");
   }
   LLVMBasicBlockRef end = cg_loop_close(E, &L);
+  if (E->warp_team && !E->failed) cg_loop_hints(E, end, false, 1, false); /* emit_bound_loop */
   if (!E->failed) E->vars[e->var->id] = NULL;
   LLVMValueRef vals[2] = {init, next};
   LLVMBasicBlockRef from[2] = {L.pre, end};
@@ -761,16 +762,42 @@ static void emit_grid_loop(CgEmit *E, const IlirStmt *s) {
  * lo + tid.x + k * block_threads, a WARP loop the iterations lo + warp + k *
  * warps (warp = tid.x / 32; each iteration's sum shared among the warp's
  * lanes, emit_warp_store), then the block's barrier. Every lane of a warp
- * runs the same iterations, so all of them reach the shuffles. */
+ * runs the same iterations, so all of them reach the shuffles. A NODE_WARP
+ * loop runs the nodes lo + gwarp + k * nwarps (the grid's warp gwarp, as in
+ * emit_grid_loop); in its body a THREAD loop runs the iterations lo + lane +
+ * 32 k, a WARP loop every iteration on the whole warp, each then the warp's
+ * barrier (a block's warps are on different nodes: no block barrier there).
+ * There a lane's own sums (emit_reduce) are loops not unrolled: unrolled,
+ * with the lanes loop's few iterations a lane (8 at H = 256), ptxas took 255
+ * registers for dagrnn's and spilled; not unrolled, 62 and no spill. */
 static void emit_bound_loop(CgEmit *E, const IlirStmt *s) {
   const CgTarget *t = E->tgt;
   LLVMValueRef lo = cg_emit_expr(E, s->lo), hi = cg_emit_expr(E, s->hi), lane = NULL;
+  LLVMValueRef nwarps = NULL;
   long step = 1;
+  bool team = E->warp_team;
   if (s->bind == ILIR_BIND_WARP) {
     LLVMValueRef warp;
     lane = warp_lane(E, &warp);
-    lo = LLVMBuildAdd(E->b, lo, warp, "");
-    step = t->block_threads / WARP_LANES;
+    if (!team) {
+      lo = LLVMBuildAdd(E->b, lo, warp, "");
+      step = t->block_threads / WARP_LANES;
+    }
+  } else if (s->bind == ILIR_BIND_NODE_WARP) {
+    long warps = t->block_threads / WARP_LANES;
+    LLVMValueRef warp;
+    warp_lane(E, &warp);
+    lo = LLVMBuildAdd(E->b, lo, LLVMBuildAdd(E->b, LLVMBuildMul(E->b, t->sreg(E->b, E->mod,
+                                                                          CG_SREG_CTAID),
+                                                                cg_const_i64(E, warps), ""),
+                                             warp, ""), "gwarp");
+    nwarps = LLVMBuildMul(E->b, t->sreg(E->b, E->mod, CG_SREG_NCTAID), cg_const_i64(E, warps),
+                          "nwarps");
+    E->warp_team = true;
+  } else if (team) { /* THREAD: the warp's lanes */
+    LLVMValueRef warp;
+    lo = LLVMBuildAdd(E->b, lo, warp_lane(E, &warp), "");
+    step = WARP_LANES;
   } else if (s->bind == ILIR_BIND_BLOCK) {
     LLVMValueRef tid = E->tid, n = E->nthreads;
     E->tid = t->sreg(E->b, E->mod, CG_SREG_CTAID);
@@ -787,8 +814,11 @@ static void emit_bound_loop(CgEmit *E, const IlirStmt *s) {
     if (lane) emit_warp_store(E, s->body.stmts[0], lane);
     else emit_block(E, &s->body);
   }
-  cg_loop_close_by(E, &L, step);
-  if (s->bind != ILIR_BIND_BLOCK && !E->failed) t->block_barrier(E->b, E->mod);
+  if (nwarps) cg_loop_close_step(E, &L, nwarps);
+  else cg_loop_close_by(E, &L, step);
+  E->warp_team = team;
+  bool rows = s->bind == ILIR_BIND_THREAD || s->bind == ILIR_BIND_WARP;
+  if (rows && !E->failed) (team ? t->warp_barrier : t->block_barrier)(E->b, E->mod);
   if (!E->failed) E->vars[s->var->id] = NULL;
 }
 
@@ -961,7 +991,7 @@ static void init_types(CgEmit *E) {
 }
 
 const CgTarget cg_target_cpu = {CG_TARGET_CPU, 0, 0, 0, false, false,
-                                NULL, NULL, NULL, NULL, NULL, NULL};
+                                NULL, NULL, NULL, NULL, NULL, NULL, NULL};
 
 static bool emit_module(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel *k,
                         const CgTarget *t, const char *features, const CgProfile *prof,

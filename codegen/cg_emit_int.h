@@ -23,6 +23,7 @@ typedef struct {
   int vec_floats, vec_regs; /* the host's vector width in floats and register count */
   LLVMValueRef level; /* the innermost LEVELS loop's index; NULL outside the levels */
   const IlirBlock *level_body; /* and its body (a GRID loop that ends it: emit_grid_loop) */
+  bool warp_team; /* inside a NODE_WARP loop: THREAD / WARP loops are the warp's */
   const CgProfile *prof;    /* NULL: no instrumentation (codegen.h, "profiling") */
   LLVMValueRef prof_counters;
   bool failed;

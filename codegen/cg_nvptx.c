@@ -55,6 +55,13 @@ static void nvptx_block_barrier(LLVMBuilderRef b, LLVMModuleRef mod) {
   call_intrinsic(b, mod, "llvm.nvvm.barrier0", NULL, 0);
 }
 
+/* bar.warp.sync with every lane in the member mask */
+static void nvptx_warp_barrier(LLVMBuilderRef b, LLVMModuleRef mod) {
+  LLVMValueRef all = LLVMConstInt(LLVMInt32TypeInContext(LLVMGetModuleContext(mod)),
+                                  0xffffffffu, 0);
+  call_intrinsic(b, mod, "llvm.nvvm.bar.warp.sync", &all, 1);
+}
+
 /* x summed over the warp's lanes by five butterfly shuffles (each lane adds
  * the value of the lane whose index differs in one bit: 16, 8, 4, 2, 1
  * apart), every lane taking part (member mask all ones; c = 0x1f: the whole
@@ -256,8 +263,9 @@ const CgTarget cg_target_nvptx = {CG_TARGET_NVPTX,    1,
                                   64,                 CG_GPU_BLOCK_THREADS,
                                   true,               true,
                                   nvptx_sreg,         nvptx_grid_barrier,
-                                  nvptx_block_barrier, nvptx_warp_sum,
-                                  nvptx_math,         nvptx_entry};
+                                  nvptx_block_barrier, nvptx_warp_barrier,
+                                  nvptx_warp_sum,     nvptx_math,
+                                  nvptx_entry};
 
 /* ---- PTX ---------------------------------------------------------------------------- */
 

@@ -14,7 +14,11 @@
  *                     the block's threads, then a block barrier (bar.sync);
  *                     ILIR_BIND_WARP: iterations shared among the block's
  *                     warps, each one's sum among the warp's lanes, folded
- *                     by butterfly shuffles (shfl.sync.bfly), then bar.sync
+ *                     by butterfly shuffles (shfl.sync.bfly), then bar.sync;
+ *                     ILIR_BIND_NODE_WARP: nodes shared among the grid's
+ *                     warps, the THREAD / WARP loops of a node's body then
+ *                     the warp's (lanes; one sum at a time), each followed by
+ *                     the warp's barrier (bar.warp.sync)
  *   barriers          the grid barrier (inline PTX, TOOLCHAIN.md "CUDA")
  *                     instead of the team's barrier call and the fences
  *                     (LLVM 19 cannot select fences for NVPTX)
@@ -52,6 +56,9 @@ typedef struct CgTarget {
   void (*grid_barrier)(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef counter);
   /* the block barrier at [b] */
   void (*block_barrier)(LLVMBuilderRef b, LLVMModuleRef mod);
+  /* the barrier of the warp at [b] (every lane of the warp must reach it;
+   * it orders their memory accesses as the block barrier does the block's) */
+  void (*warp_barrier)(LLVMBuilderRef b, LLVMModuleRef mod);
   /* the sum of the float [x] over the 32 lanes of the warp, in every lane
    * (every lane of the warp must call it) */
   LLVMValueRef (*warp_sum)(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef x);

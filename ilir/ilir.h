@@ -176,9 +176,18 @@ typedef enum {
  * (dep[...]: earlier levels'); distinct (node, iteration) pairs store
  * distinct elements (sched_gpu_verify checks all three). A GRID loop that
  * ends its level (a fused level is that loop alone) leaves its grid barrier
- * to the level's. */
+ * to the level's.
+ *
+ * NODE_WARP (`bind node to warp`): a NODES loop whose nodes are shared among
+ * all the warps of the grid, a node a warp at a time (the warps of a block
+ * on different nodes); the THREAD and WARP loops of its body are then the
+ * warp's own: a THREAD loop's iterations shared among the warp's lanes, a
+ * WARP loop's iterations one after another, each sum among the lanes; each
+ * followed by the warp's barrier, not the block's. On the CPU it is a NODES
+ * loop as BLOCK is. */
 typedef enum {
-  ILIR_BIND_NONE, ILIR_BIND_BLOCK, ILIR_BIND_THREAD, ILIR_BIND_WARP, ILIR_BIND_GRID
+  ILIR_BIND_NONE, ILIR_BIND_BLOCK, ILIR_BIND_THREAD, ILIR_BIND_WARP, ILIR_BIND_GRID,
+  ILIR_BIND_NODE_WARP
 } IlirBind;
 
 typedef enum { ILIR_SHARE_AUTO, ILIR_SHARE_NODES, ILIR_SHARE_OUTPUTS } IlirShare;

@@ -107,7 +107,8 @@ static void print_block(CtxBuf *out, const IlirKernel *k, const IlirBlock *b, in
         ctx_buf_puts(out, s->bind == ILIR_BIND_BLOCK    ? " bound to block"
                           : s->bind == ILIR_BIND_THREAD ? " bound to thread"
                           : s->bind == ILIR_BIND_WARP   ? " bound to warp"
-                                                        : " bound to grid");
+                          : s->bind == ILIR_BIND_GRID   ? " bound to grid"
+                                                        : " bound to warps");
       int ph = s->loop == ILIR_LOOP_LEVELS ? ilir_find_buf(k, ILIR_BUF_PHASES) : -1;
       if (ph >= 0)
         ctx_buf_printf(out, " in phases (barrier after l when %s[%s])", k->bufs[ph].name,

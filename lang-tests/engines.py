@@ -143,6 +143,11 @@ GRID_ZOO = [
 GRID_FUSED = ("treelstm", "narytreelstm", "treefc", "seqlstm")
 
 
+# Nodes on warps (`bind node to warp`: ILIR_BIND_NODE_WARP), a node's sums
+# on its warp's lanes by default or each lane's own (`i to thread`).
+WARP_BINDS = {"warps": "bind node to warp", "lanes": "bind node to warp, i to thread"}
+
+
 def grid_cases(root, tmp):
     cases = []
     for model, dims, specs in GRID_ZOO:
@@ -153,6 +158,11 @@ def grid_cases(root, tmp):
         configs = [sched_args(path) + ["--threads", t] for t in ("1", "2")]
         if model in GRID_FUSED:  # the same levels left split (two grid barriers)
             configs.append(sched_args(path) + ["--disable=grid-fusion", "--threads", "2"])
+        for kind, bind in WARP_BINDS.items():
+            wpath = os.path.join(tmp, "%s.%s.cuda.sched" % (model, kind))
+            with open(wpath, "w") as f:
+                f.write("schedule %s for cuda {\n  specialize leaf\n  %s\n}\n" % (model, bind))
+            configs.append(sched_args(wpath) + ["--threads", "2"])
         for spec in specs:
             cases.append((os.path.join(root, "examples", model + ".ctx"), dims, spec, configs))
     return cases

@@ -164,6 +164,8 @@ typedef enum { SCHED_ROWS_AUTO, SCHED_ROWS_THREAD, SCHED_ROWS_WARP, SCHED_ROWS_G
 typedef struct {
   bool bind_blocks;               /* nodes to blocks, rows to threads (else nodes to
                                      threads) */
+  bool bind_warps;                /* with bind_blocks: nodes to the grid's warps
+                                     instead, rows to the warp's lanes */
   SchedRowBind rows;              /* a block's rows: warps for sums where that reads
                                      rows along the lanes (auto), or as the schedule says */
   int cache[SCHED_MAX_CACHE];     /* RaProgram parameters to cache in shared memory */

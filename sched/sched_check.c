@@ -325,14 +325,15 @@ static void bind_args(Check *c) {
     const char *axis = c->out->naxes > 0 ? c->out->axes[c->out->naxes - 1] : NULL;
     bool node = axis && strcmp(axis, "node") == 0;
     static const char *const rows_to = "an operator's output rows bind to 'thread', 'warp' "
-                                       "or 'grid'; nodes to 'block' or 'thread'";
+                                       "or 'grid'; nodes to 'block', 'warp' or 'thread'";
     if (!w || w->kind != AST_SARG_NAME ||
         (strcmp(w->name, "block") != 0 && strcmp(w->name, "thread") != 0 &&
          strcmp(w->name, "warp") != 0 && strcmp(w->name, "grid") != 0)) {
       bad(c, w ? w->span : c->dir->span, "expected 'block', 'thread', 'warp' or 'grid'");
       return;
     }
-    bool node_word = strcmp(w->name, "block") == 0 || strcmp(w->name, "thread") == 0;
+    bool node_word = strcmp(w->name, "block") == 0 || strcmp(w->name, "thread") == 0 ||
+                     strcmp(w->name, "warp") == 0;
     bool row_word = strcmp(w->name, "block") != 0;
     if (node ? !node_word : !row_word) {
       bad(c, w->span, "%s", rows_to);
@@ -366,7 +367,8 @@ static const VerbInfo verbs[] = {
     {"parallel", SCHED_PARALLEL, 2, "[OP:] parallel AXIS", parallel_args},
     {"persist", SCHED_PERSIST, 0, "persist", no_args},
     {"cache", SCHED_CACHE, 0, "cache PARAM, ... in shared|registers", cache_args},
-    {"bind", SCHED_BIND, 2, "[OP:] bind node to block|thread, AXIS to thread|warp|grid", bind_args},
+    {"bind", SCHED_BIND, 2, "[OP:] bind node to block|warp|thread, AXIS to thread|warp|grid",
+     bind_args},
     {"refactor_recursion", SCHED_REFACTOR_RECURSION, 0, "refactor_recursion", no_args},
 };
 

@@ -23,6 +23,9 @@
  *                          where the rest of the node's body is elementwise it
  *                          joins them there, grouped by output element, and
  *                          the level waits at one grid barrier (fuse_level)
+ *   bind node to warp      as block, but every NODES loop's nodes shared
+ *                          among the grid's warps (ILIR_BIND_NODE_WARP), a
+ *                          node's rows among the warp's lanes; no grid loops
  *   bind node to thread    each GPU thread one node (ilir.h's team, unbound)
  *   cache W, ... in shared parameters copied into each block's shared memory
  *                          at the kernel's start, in order while they fit in
@@ -73,12 +76,19 @@ static void cuda_directive(CtxDiag *diag, const SchedDirective *d, SchedPlan *pl
   case SCHED_ALL_DEPS: plan->all_deps = true; break;
   case SCHED_BIND:
     for (int a = 0; a < d->naxes; a++)
-      if (strcmp(d->axes[a], "node") == 0)
-        gpu->bind_blocks = strcmp(d->where[a], "block") == 0;
-      else
+      if (strcmp(d->axes[a], "node") == 0) {
+        gpu->bind_warps = strcmp(d->where[a], "warp") == 0;
+        gpu->bind_blocks = gpu->bind_warps || strcmp(d->where[a], "block") == 0;
+      } else {
         gpu->rows = strcmp(d->where[a], "warp") == 0   ? SCHED_ROWS_WARP
                     : strcmp(d->where[a], "grid") == 0 ? SCHED_ROWS_GRID
                                                        : SCHED_ROWS_THREAD;
+      }
+    if (gpu->bind_warps && gpu->rows == SCHED_ROWS_GRID) {
+      ctx_diag_warning(diag, d->span, "not applied: 'i to grid' with nodes on warps; a node's "
+                                      "sums stay on its warp");
+      gpu->rows = SCHED_ROWS_AUTO;
+    }
     break;
   case SCHED_CACHE:
     if (d->where[0] && strcmp(d->where[0], "shared") == 0) {
@@ -179,20 +189,21 @@ static bool bind_rows(IlirBlock *b, bool bind, SchedRowBind rows) {
 }
 
 /* Visits the NODES loops of [b]: counts those that cannot be bound into
- * [*bad], and binds them all when [bind]. */
-static void bind_nodes(IlirBlock *b, bool bind, SchedRowBind rows, int *bad) {
+ * [*bad], and binds them all when [bind], to blocks or (with [warps]) to
+ * the grid's warps. */
+static void bind_nodes(IlirBlock *b, bool bind, bool warps, SchedRowBind rows, int *bad) {
   for (int i = 0; i < b->n; i++) {
     IlirStmt *s = b->stmts[i];
     if (s->kind == ILIR_LOOP && s->loop == ILIR_LOOP_NODES) {
       if (s->tile_nodes || !bind_rows(&s->body, false, rows)) (*bad)++;
       if (!bind) continue;
-      s->bind = ILIR_BIND_BLOCK;
+      s->bind = warps ? ILIR_BIND_NODE_WARP : ILIR_BIND_BLOCK;
       bind_rows(&s->body, true, rows);
       continue;
     }
-    if (s->kind == ILIR_LOOP) bind_nodes(&s->body, bind, rows, bad);
+    if (s->kind == ILIR_LOOP) bind_nodes(&s->body, bind, warps, rows, bad);
     if (s->kind == ILIR_IF)
-      bind_nodes(&s->then, bind, rows, bad), bind_nodes(&s->els, bind, rows, bad);
+      bind_nodes(&s->then, bind, warps, rows, bad), bind_nodes(&s->els, bind, warps, rows, bad);
   }
 }
 
@@ -610,10 +621,10 @@ static void cache_params(CtxDiag *diag, IlirKernel *k, const SchedGpuPlan *gpu) 
 
 bool sched_gpu_apply(CtxArena *arena, CtxDiag *diag, IlirKernel *k, const SchedGpuPlan *gpu) {
   int bad = 0;
-  if (gpu->bind_blocks) bind_nodes(&k->body, false, gpu->rows, &bad);
+  if (gpu->bind_blocks) bind_nodes(&k->body, false, false, gpu->rows, &bad);
   if (gpu->bind_blocks && !bad) {
-    bind_nodes(&k->body, true, gpu->rows, &bad);
-    if ((gpu->rows == SCHED_ROWS_AUTO || gpu->rows == SCHED_ROWS_GRID) &&
+    bind_nodes(&k->body, true, gpu->bind_warps, gpu->rows, &bad);
+    if (!gpu->bind_warps && (gpu->rows == SCHED_ROWS_AUTO || gpu->rows == SCHED_ROWS_GRID) &&
         grid_levels(arena, k, &k->body, false, gpu->rows, gpu->fuse))
       ilir_simplify(arena, k); /* the fused stores' indices, i + 256 and the like */
   }
@@ -711,9 +722,11 @@ static bool verify_block(const IlirKernel *k, CtxDiag *diag, const IlirBlock *b,
                        : "a thread loop outside a block loop");
       return false;
     }
-    bool blk = s->kind == ILIR_LOOP && (s->bind == ILIR_BIND_BLOCK || s->bind == ILIR_BIND_GRID);
+    bool blk = s->kind == ILIR_LOOP && (s->bind == ILIR_BIND_BLOCK || s->bind == ILIR_BIND_GRID ||
+                                        s->bind == ILIR_BIND_NODE_WARP);
     if (blk && s->loop != ILIR_LOOP_NODES) {
-      CTX_ICE(diag, "sched: a block or grid loop that is not a nodes loop in kernel '%s'", k->name);
+      CTX_ICE(diag, "sched: a block, warps or grid loop that is not a nodes loop in kernel '%s'",
+              k->name);
       return false;
     }
     if (s->kind == ILIR_LOOP && s->bind == ILIR_BIND_GRID) {

@@ -7,7 +7,9 @@
 # bound to warp, none without one),
 # then `ptxas --gpu-name sm_90 -v`, which must accept it with no
 # spills. Also sm_80 once per model; and treelstm's fused levels wait at one
-# grid barrier each (two with --disable=grid-fusion). Exit 77 (skip) where ptxas is absent.
+# grid barrier each (two with --disable=grid-fusion); under `bind node to
+# warp` every model's kernel too, with no block barrier but the grid
+# barriers'. Exit 77 (skip) where ptxas is absent.
 #
 #   ptx_check.sh CTX SOURCE_DIR [PTXAS]
 set -u
@@ -32,7 +34,7 @@ check() { # NAME ARCH CTX-ARGS...
   grep -q 'ld\.acquire\.gpu\.global\.u32' "$tmp/k.ptx" || why="$why no acquire load"
   grep -q 'bar\.sync' "$tmp/k.ptx" || why="$why no bar.sync"
   if grep -q '\.extern \.func' "$tmp/k.ptx"; then why="$why an .extern .func"; fi
-  warps=$("$ctx" check --target cuda --gpu-arch "$arch" --dump=ilir "$@" 2>/dev/null | grep -c 'bound to warp')
+  warps=$("$ctx" check --target cuda --gpu-arch "$arch" --dump=ilir "$@" 2>/dev/null | grep -c 'bound to warp {')
   shfl=$(grep -c 'shfl\.sync\.bfly\.b32' "$tmp/k.ptx")
   if [ "$warps" = 0 ]; then ok=$([ "$shfl" = 0 ] && echo y)
   else ok=$([ "$shfl" -ge $((5 * warps)) ] && [ $((shfl % 5)) = 0 ] && echo y); fi
@@ -78,6 +80,31 @@ barriers() { # NAME SPLIT CTX-ARGS... (SPLIT 1: --disable=grid-fusion, a barrier
     cat "$tmp/err"; fail=$((fail + 1))
   fi
 }
+# Nodes on warps (`bind node to warp`): the warps of a block work on
+# different nodes, so the only block barriers (bar.sync) are the grid
+# barriers' two each, and a node's loops end at the warp's (bar.warp.sync).
+for m in "$src"/examples/*.ctx; do
+  base=$(basename "$m" .ctx)
+  printf 'schedule %s for cuda {\n  specialize leaf\n  bind node to warp\n}\n' "$base" \
+    >"$tmp/$base.warps.cuda.sched"
+  printf 'schedule %s for cuda {\n  specialize leaf\n  bind node to warp, i to thread\n}\n' \
+    "$base" >"$tmp/$base.lanes.cuda.sched"
+  for kind in warps lanes; do
+    name="$base bind node to warp ($kind)"
+    check "$name" sm_90 -s "$tmp/$base.$kind.cuda.sched" "$m"
+    "$ctx" check --target cuda --emit=ptx -s "$tmp/$base.$kind.cuda.sched" "$m" >"$tmp/w.ptx" 2>/dev/null
+    atoms=$(grep -c 'atom\.add\.release\.gpu\.global\.u32' "$tmp/w.ptx")
+    bars=$(grep -c 'bar\.sync' "$tmp/w.ptx")
+    wbars=$(grep -c 'bar\.warp\.sync' "$tmp/w.ptx")
+    if [ "$bars" = $((2 * atoms)) ] && [ "$wbars" -ge 1 ]; then
+      echo "ok   $name: $bars bar.sync for $atoms grid barriers, $wbars bar.warp.sync"
+      pass=$((pass + 1))
+    else
+      echo "FAIL $name: $bars bar.sync for $atoms grid barriers, $wbars bar.warp.sync"
+      fail=$((fail + 1))
+    fi
+  done
+done
 barriers "treelstm one barrier a level" 0 "$src/examples/treelstm.ctx"
 barriers "treelstm H=512 one barrier a level" 0 -D H=512 "$src/examples/treelstm.ctx"
 barriers "treelstm --disable=grid-fusion two a level" 1 --disable=grid-fusion \

@@ -5,7 +5,8 @@ driver (mock_cuda.c), which checks every allocation, copy and launch and runs
 the CPU build of the same CUDA-scheduled kernel (`ctx build --target cuda
 --on-cpu`) in place of the PTX. Outputs are compared with `ctx run --interp`
 (docs/testing.md's float32 tolerances), for every zoo model on a batch of
-structures (roots and all nodes) and treelstm with its CUDA schedule, at H=8
+structures (roots and all nodes), treelstm with each node on a warp (`bind
+node to warp`), and treelstm with its CUDA schedule, at H=8
 and at H=64, where the schedule caches 64 KB of weights in shared memory:
 above the 48 KB a kernel gets without the opt-in, which the mock (as the
 driver) refuses unless the runtime set the function's
@@ -39,6 +40,8 @@ import make_data  # noqa: E402
 SCHED = ["-s", os.path.join(REPO, "examples", "treelstm.cuda.sched")]
 GRID = ["-s", "GRID"]  # the grid schedule, written in main()
 GRID_TEXT = "schedule treelstm for cuda {\n  specialize leaf\n  bind node to block, i to grid\n}\n"
+WARPS = ["-s", "WARPS"]  # nodes on warps, written in main()
+WARPS_TEXT = "schedule treelstm for cuda {\n  specialize leaf\n  bind node to warp\n}\n"
 DEFAULT_SHARED = 48 * 1024  # dynamic shared memory per block without the opt-in
 CO_RESIDENT = 4 * 2  # mock_cuda.c: SMS x PER_SM
 
@@ -58,6 +61,8 @@ CASES = [
     ("seqlstm", {"H": 16, "V": 50}, "seq-batch", [], (0, DEFAULT_SHARED)),
     # a caterpillar of 13 nodes: 7 leaves, every level narrower than the grid
     ("treelstm", {"H": 32, "V": 50}, "chain", GRID, (0, 0)),
+    # each node on a warp (`bind node to warp`)
+    ("treelstm", {"H": 32, "V": 50}, "batch", WARPS, (0, 0)),
 ]
 
 
@@ -76,6 +81,8 @@ def check(a, tmp, i, model, dims, shape, extra, shared):
     all_blocks = extra == GRID
     if all_blocks:
         extra = ["-s", os.path.join(tmp, "treelstm.grid.cuda.sched")]
+    elif extra == WARPS:
+        extra = ["-s", os.path.join(tmp, "treelstm.warps.cuda.sched")]
     gpu, cpu = os.path.join(d, "gpu"), os.path.join(d, "cpu")
     flags = dims_args(dims) + extra
     for out, more in ((gpu, []), (cpu, ["--on-cpu"])):
@@ -197,6 +204,8 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         with open(os.path.join(tmp, "treelstm.grid.cuda.sched"), "w") as f:
             f.write(GRID_TEXT)
+        with open(os.path.join(tmp, "treelstm.warps.cuda.sched"), "w") as f:
+            f.write(WARPS_TEXT)
         for i, (model, dims, shape, extra, shared) in enumerate(CASES):
             name = "%s %s %s %s" % (model, shape, " ".join("%s=%s" % kv for kv in dims.items()),
                                     " ".join(os.path.basename(x) for x in extra))

@@ -59,7 +59,8 @@ static IlirBlock block(T *t, int n, IlirStmt **s) {
 
 static IlirStmt *bound(T *t, IlirVar *v, IlirBind bind, IlirLoopKind kind, int n,
                        IlirStmt **body) {
-  long hi = bind == ILIR_BIND_BLOCK || bind == ILIR_BIND_GRID ? 4 : 8;
+  long hi = bind == ILIR_BIND_BLOCK || bind == ILIR_BIND_GRID || bind == ILIR_BIND_NODE_WARP ? 4
+                                                                                            : 8;
   IlirStmt *s = ilir_loop(t->a, v, ilir_const_i(t->a, 0), ilir_const_i(t->a, hi), kind,
                           block(t, n, body));
   s->bind = bind;
@@ -107,6 +108,26 @@ START_TEST(test_read_of_another_thread) {
                                ilir_load(t.a, t.k, t.x, row(&t, t.i, 1)))};
   IlirStmt *phase = thread_loop(&t, t.i, 2, s);
   ck_assert(!verify(&t, 1, &phase));
+  ck_assert_int_eq(t.diag.ice, 1);
+  t_done(&t);
+}
+END_TEST
+
+/* Nodes on warps (NODE_WARP): the phases of a node's body are checked as a
+ * block's are; a read of another lane's element in one phase is unsound. */
+START_TEST(test_node_warp) {
+  T t;
+  t_init(&t);
+  IlirStmt *w = ilir_store(t.a, t.x, row(&t, t.i, 0), ilir_const_f(t.a, 1));
+  IlirStmt *r = ilir_store(t.a, t.y, row(&t, t.j, 0), ilir_load(t.a, t.k, t.x, row(&t, NULL, 7)));
+  IlirStmt *phases[2] = {thread_loop(&t, t.i, 1, &w), thread_loop(&t, t.j, 1, &r)};
+  ck_assert(verify_in(&t, ILIR_BIND_NODE_WARP, 2, phases));
+  ck_assert_int_eq(t.diag.ice, 0);
+  IlirStmt *s[2] = {ilir_store(t.a, t.x, row(&t, t.i, 0), ilir_const_f(t.a, 1)),
+                    ilir_store(t.a, t.y, row(&t, t.i, 0),
+                               ilir_load(t.a, t.k, t.x, row(&t, t.i, 1)))};
+  IlirStmt *phase = thread_loop(&t, t.i, 2, s);
+  ck_assert(!verify_in(&t, ILIR_BIND_NODE_WARP, 1, &phase));
   ck_assert_int_eq(t.diag.ice, 1);
   t_done(&t);
 }
@@ -335,6 +356,7 @@ int main(void) {
   TCase *tc = tcase_create("verify");
   tcase_add_test(tc, test_sound);
   tcase_add_test(tc, test_read_of_another_thread);
+  tcase_add_test(tc, test_node_warp);
   tcase_add_test(tc, test_store_not_moving);
   tcase_add_test(tc, test_statement_outside_phase);
   tcase_add_test(tc, test_thread_loop_outside_block);
