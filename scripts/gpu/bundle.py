@@ -168,12 +168,14 @@ PROBE_SCHEDS = {
              []),
     "grid": (GRID_SCHED, []),
     "split": (GRID_SCHED, ["--disable=grid-fusion"]),
+    "nodewarp": ("schedule %s for cuda {\n  specialize leaf\n  bind node to warp\n}\n", []),
 }
 PROBES = [  # (model, H, structures, their shape)
     ("seqlstm", 32, 1, "chain"),
     ("treelstm", 256, 1, "sst"),
     ("treelstm", 512, 1, "sst"),
     ("treelstm", 256, 10, "sst"),
+    ("treelstm", 64, 100, "sst"),  # many small nodes a level: where nodes on warps may pay
 ]
 
 

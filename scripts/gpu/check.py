@@ -145,15 +145,17 @@ def latency(root, cases):
 
 
 def probes(root, cases):
-    """The schedule probes: each input's median under each schedule, and per
-    level (grid - warp) / levels, what a grid level costs (> 0) or saves (< 0),
-    and (grid - split) / levels, what the fusion of its elementwise rest does."""
+    """The schedule probes: each input's median under each schedule (nodewarp:
+    `bind node to warp`), and per level (grid - warp) / levels, what a grid
+    level costs (> 0) or saves (< 0), and (grid - split) / levels, what the
+    fusion of its elementwise rest does."""
     if not cases:
         return
     print("\nschedule probes, microseconds per call (median); per level: (grid - warp) and "
           "(grid - split) / levels:")
-    print("%-9s %4s %3s %6s %10s %10s %10s %10s %10s" % (
-        "model", "H", "B", "levels", "warp", "grid", "split", "grid-warp", "grid-split"))
+    print("%-9s %4s %3s %6s %10s %10s %10s %10s %10s %10s" % (
+        "model", "H", "B", "levels", "warp", "grid", "split", "nodewarp", "grid-warp",
+        "grid-split"))
     got = {}
     for c in cases:
         key = (c["model"], c["H"], c["B"])
@@ -165,10 +167,10 @@ def probes(root, cases):
         got.setdefault(key, {"levels": c["levels"]})[c["sched"]] = us
     fmt = lambda v: "%10.1f" % v if v else "%10s" % "-"  # noqa: E731
     for (model, h, b), g in got.items():
-        w, gr, sp = g.get("warp"), g.get("grid"), g.get("split")
+        w, gr, sp, nw = g.get("warp"), g.get("grid"), g.get("split"), g.get("nodewarp")
         per = lambda x: "%10.2f" % ((gr - x) / g["levels"]) if x and gr else "%10s" % "-"  # noqa: E731
-        print("%-9s %4d %3d %6d %s %s %s %s %s" % (model, h, b, g["levels"], fmt(w), fmt(gr),
-                                                   fmt(sp), per(w), per(sp)))
+        print("%-9s %4d %3d %6d %s %s %s %s %s %s" % (model, h, b, g["levels"], fmt(w), fmt(gr),
+                                                      fmt(sp), fmt(nw), per(w), per(sp)))
 
 
 def main():
