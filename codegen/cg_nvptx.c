@@ -162,17 +162,22 @@ long cg_gpu_shared_bytes(const IlirKernel *k) {
   return floats * 4;
 }
 
-static bool block_has_grid(const IlirBlock *b) {
+/* Does [b] hold a loop bound as [bind]? */
+static bool block_has(const IlirBlock *b, IlirBind bind) {
   for (int i = 0; i < b->n; i++) {
     const IlirStmt *s = b->stmts[i];
-    if ((s->kind == ILIR_LOOP && s->bind == ILIR_BIND_GRID) || block_has_grid(&s->body) ||
-        block_has_grid(&s->then) || block_has_grid(&s->els))
+    if ((s->kind == ILIR_LOOP && s->bind == bind) || block_has(&s->body, bind) ||
+        block_has(&s->then, bind) || block_has(&s->els, bind))
       return true;
   }
   return false;
 }
 
-bool cg_gpu_all_blocks(const IlirKernel *k) { return block_has_grid(&k->body); }
+bool cg_gpu_all_blocks(const IlirKernel *k) { return block_has(&k->body, ILIR_BIND_GRID); }
+
+int cg_gpu_nodes_per_block(const IlirKernel *k) {
+  return block_has(&k->body, ILIR_BIND_NODE_WARP) ? CG_GPU_BLOCK_THREADS / 32 : 1;
+}
 
 /* Copies [n] floats from [src] to [dst] with the block's threads. */
 static void block_copy(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef dst, LLVMValueRef src,

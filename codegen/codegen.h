@@ -173,6 +173,10 @@ long cg_gpu_shared_bytes(const IlirKernel *k);
  * wants every co-resident block whatever the width of its levels? */
 bool cg_gpu_all_blocks(const IlirKernel *k);
 
+/* The nodes of a level one block of [k] takes at a time: its warps where
+ * [k]'s nodes are on warps (ILIR_BIND_NODE_WARP), else 1. */
+int cg_gpu_nodes_per_block(const IlirKernel *k);
+
 /* ---- profiling and perf (ctx run --profile, --perf-map; cg_profile.c) ----
  *
  * A profiled kernel brackets each top-level statement of its body (a levels

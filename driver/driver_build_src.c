@@ -213,8 +213,9 @@ static void model_desc(CtxBuf *c, const CtxBuild *b) {
                    (int)d->gpu_block_threads, (long long)d->gpu_shared_bytes);
   else
     ctx_buf_puts(c, "  NULL, NULL, 0, 0,\n");
-  ctx_buf_printf(c, "  %d /* unread_values */, %d /* gpu_all_blocks */\n};\n\n",
-                 (int)d->unread_values, (int)d->gpu_all_blocks);
+  ctx_buf_printf(c, "  %d /* unread_values */, %d /* gpu_all_blocks */, "
+                 "%d /* gpu_nodes_per_block */\n};\n\n",
+                 (int)d->unread_values, (int)d->gpu_all_blocks, (int)d->gpu_nodes_per_block);
 }
 
 /* NAME_run_arrays, NAME_run_heads and the layout accessors. */

@@ -117,6 +117,7 @@ void ctx_model_desc_cuda(CtxModelDesc *m, const IlirKernel *k, const char *ptx) 
   m->desc.gpu_block_threads = CG_GPU_BLOCK_THREADS;
   m->desc.gpu_shared_bytes = cg_gpu_shared_bytes(k);
   m->desc.gpu_all_blocks = cg_gpu_all_blocks(k);
+  m->desc.gpu_nodes_per_block = cg_gpu_nodes_per_block(k);
 }
 #endif
 

@@ -735,6 +735,10 @@ typedef struct CtxrtModelDesc {
    * loop, docs/cuda.md): launched with every co-resident block, not with as
    * many as the widest level has nodes. */
   int32_t gpu_all_blocks;
+  /* The nodes of a level one block of a CUDA kernel takes at a time: 1 (0
+   * reads as 1), or with its nodes on warps (`bind node to warp`) its warps:
+   * a level of N nodes is launched ceil(N / gpu_nodes_per_block) blocks. */
+  int32_t gpu_nodes_per_block;
 } CtxrtModelDesc;
 
 #define CTXRT_UNREAD_VAL 1

@@ -460,8 +460,9 @@ CtxrtStatus ctxrt__cuda_run(CtxrtCuda *g, void *const *host, const CtxrtLinear *
   CtxCuPtr bufs = g->batch + table;
   int64_t nodes = lin->num_nodes, levels = lin->num_levels;
   void *params[4] = {&bufs, &nodes, &levels, &g->counter};
-  int64_t blocks = widest < 1 ? 1 : widest < g->max_blocks ? widest : g->max_blocks;
-  if (d->gpu_all_blocks) blocks = g->max_blocks;
+  int64_t per = d->gpu_nodes_per_block > 1 ? d->gpu_nodes_per_block : 1;
+  int64_t blocks = widest < 1 ? 1 : (widest + per - 1) / per;
+  if (blocks > g->max_blocks || d->gpu_all_blocks) blocks = g->max_blocks;
   r = a->launch_coop(g->fn, (unsigned)blocks, 1, 1, (unsigned)d->gpu_block_threads, 1, 1,
                      (unsigned)d->gpu_shared_bytes, g->stream, params);
   if (r) return cu_fail(a, r, "launching the kernel (cuLaunchCooperativeKernel)", err);

@@ -61,13 +61,34 @@ CASES = [
     ("seqlstm", {"H": 16, "V": 50}, "seq-batch", [], (0, DEFAULT_SHARED)),
     # a caterpillar of 13 nodes: 7 leaves, every level narrower than the grid
     ("treelstm", {"H": 32, "V": 50}, "chain", GRID, (0, 0)),
-    # each node on a warp (`bind node to warp`)
-    ("treelstm", {"H": 32, "V": 50}, "batch", WARPS, (0, 0)),
+    # each node on a warp (`bind node to warp`): one tree of 20 leaves,
+    # launched 3 blocks of 8 warps (not min(20, co-resident) = 8)
+    ("treelstm", {"H": 32, "V": 50}, "random", WARPS, (0, 0)),
 ]
 
 
 def dims_args(d):
     return [x for k, v in d.items() for x in ("-D", "%s=%s" % (k, v))]
+
+
+def widest_level(path, fmt):
+    """The most nodes of one dependency level of the trees in [path]
+    (bracketed): the leaves are one level, an inner node's is its height."""
+    assert fmt == "ptb"
+    counts = {}
+    for line in open(path):
+        toks = line.replace("(", " ( ").replace(")", " ) ").split()
+        stack = []  # per open node: its children's heights
+        for t in toks:
+            if t == "(":
+                stack.append([])
+            elif t == ")":
+                kids = stack.pop()
+                h = 1 + max(kids) if kids else 0
+                counts[h] = counts.get(h, 0) + 1
+                if stack:
+                    stack[-1].append(h)
+    return max(counts.values())
 
 
 def check(a, tmp, i, model, dims, shape, extra, shared):
@@ -76,13 +97,15 @@ def check(a, tmp, i, model, dims, shape, extra, shared):
     src = os.path.join(REPO, "examples", model + ".ctx")
     inp = os.path.join(d, "input.txt")
     make_data.make_input(inp, shape, make_data.input_dims(model, dims), seed=i + 1,
-                         n=13 if extra == GRID else None)
+                         n=13 if extra == GRID else 1 if extra == WARPS else None)
     fmt = make_data.shape_format(shape)
     all_blocks = extra == GRID
     if all_blocks:
         extra = ["-s", os.path.join(tmp, "treelstm.grid.cuda.sched")]
-    elif extra == WARPS:
+    warps = 0
+    if extra == WARPS:  # the blocks a launch needs: a block per 8 nodes (warps)
         extra = ["-s", os.path.join(tmp, "treelstm.warps.cuda.sched")]
+        warps = -(-widest_level(inp, fmt) // 8)
     gpu, cpu = os.path.join(d, "gpu"), os.path.join(d, "cpu")
     flags = dims_args(dims) + extra
     for out, more in ((gpu, []), (cpu, ["--on-cpu"])):
@@ -125,6 +148,9 @@ def check(a, tmp, i, model, dims, shape, extra, shared):
     if all_blocks and any(g != CO_RESIDENT for g in grids):
         fails.append("grids of %s blocks, expected every co-resident block (%d)"
                      % (sorted(set(grids)), CO_RESIDENT))
+    if warps and sorted(set(grids)) != [warps]:
+        fails.append("grids of %s blocks, expected %d (a block per 8 nodes of the widest level)"
+                     % (sorted(set(grids)), warps))
     lo, hi = shared
     if not fails and len(launched) < 4:
         fails.append("%d launches reported, expected at least 4" % len(launched))
