@@ -728,16 +728,20 @@ static bool grid_level(const CgEmit *E) { return E->tgt->sreg && cg_gpu_all_bloc
  * loop ends its level, whose grid barrier follows at once (grid_level): a
  * fused level (sched_gpu.c, fuse_level) waits at one barrier. Every lane of
  * a warp runs the same pairs. */
-static void emit_grid_loop(CgEmit *E, const IlirStmt *s) {
+/* This warp's index among all the grid's warps (block b's warp w is b *
+ * warps + w), their count into [*nwarps], and the lane into [*lane]. */
+static LLVMValueRef grid_warp(CgEmit *E, LLVMValueRef *nwarps, LLVMValueRef *lane) {
   const CgTarget *t = E->tgt;
-  long warps = t->block_threads / WARP_LANES;
+  LLVMValueRef warps = cg_const_i64(E, t->block_threads / WARP_LANES), warp;
+  *lane = warp_lane(E, &warp);
+  *nwarps = LLVMBuildMul(E->b, t->sreg(E->b, E->mod, CG_SREG_NCTAID), warps, "nwarps");
+  return LLVMBuildAdd(E->b, LLVMBuildMul(E->b, t->sreg(E->b, E->mod, CG_SREG_CTAID), warps, ""),
+                      warp, "gwarp");
+}
+
+static void emit_grid_loop(CgEmit *E, const IlirStmt *s) {
   LLVMValueRef lo = cg_emit_expr(E, s->lo), hi = cg_emit_expr(E, s->hi);
-  LLVMValueRef warp, lane = warp_lane(E, &warp);
-  LLVMValueRef gwarp = LLVMBuildAdd(
-      E->b, LLVMBuildMul(E->b, t->sreg(E->b, E->mod, CG_SREG_CTAID), cg_const_i64(E, warps), ""),
-      warp, "gwarp");
-  LLVMValueRef nwarps =
-      LLVMBuildMul(E->b, t->sreg(E->b, E->mod, CG_SREG_NCTAID), cg_const_i64(E, warps), "nwarps");
+  LLVMValueRef nwarps, lane, gwarp = grid_warp(E, &nwarps, &lane);
   LLVMValueRef nodes = LLVMBuildSub(E->b, hi, lo, "");
   for (int k = 0; k < s->body.n && !E->failed; k++) {
     const IlirStmt *w = s->body.stmts[k];
@@ -784,15 +788,8 @@ static void emit_bound_loop(CgEmit *E, const IlirStmt *s) {
       step = t->block_threads / WARP_LANES;
     }
   } else if (s->bind == ILIR_BIND_NODE_WARP) {
-    long warps = t->block_threads / WARP_LANES;
-    LLVMValueRef warp;
-    warp_lane(E, &warp);
-    lo = LLVMBuildAdd(E->b, lo, LLVMBuildAdd(E->b, LLVMBuildMul(E->b, t->sreg(E->b, E->mod,
-                                                                          CG_SREG_CTAID),
-                                                                cg_const_i64(E, warps), ""),
-                                             warp, ""), "gwarp");
-    nwarps = LLVMBuildMul(E->b, t->sreg(E->b, E->mod, CG_SREG_NCTAID), cg_const_i64(E, warps),
-                          "nwarps");
+    LLVMValueRef own_lane;
+    lo = LLVMBuildAdd(E->b, lo, grid_warp(E, &nwarps, &own_lane), "");
     E->warp_team = true;
   } else if (team) { /* THREAD: the warp's lanes */
     LLVMValueRef warp;
