@@ -3,12 +3,14 @@
  *
  *   IlirKernel --cg_emit_module--> module (host triple and data layout set
  *   first, so O3's vectorizer has the host's cost model) --default<O3>-->
- *   LLJIT (libm functions defined as absolute symbols, anything else from
- *   the process) --lookup--> CgKernelFn
+ *   object file (the target machine's code generator; or the kernel cache's
+ *   copy of it, cg_cache.c, which skips both steps) --> LLJIT (libm
+ *   functions defined as absolute symbols, anything else from the process)
+ *   --lookup--> CgKernelFn
  *
  * Ownership follows the LLVM C API: LLJIT consumes its builder, the builder
  * its target machine builder, which consumes the TargetMachine; adding the
- * module consumes the ThreadSafeModule; LLVMGetErrorMessage consumes the
+ * object consumes its memory buffer; LLVMGetErrorMessage consumes the
  * error. Every LLVM failure is an internal compiler error with LLVM's
  * message, and everything made so far is disposed.
  */
@@ -36,6 +38,7 @@ struct CgJit {
   char **secs;                /* [nsyms]: the section of each, until then */
   int nsyms, syms_cap;
   bool jitdump;               /* LLVM's perf listener writes a jitdump */
+  bool cached;                /* its object came from the kernel cache */
 };
 
 /* Reports [err] (consumed) as an internal compiler error about [what]. */
@@ -100,6 +103,8 @@ void cg_cpu_vectors(const char *cpu, int *floats, int *regs) {
  * unrolling of small constant loops (a node's 2 predecessors) stays on.
  * CTX_LLVM_OPTIONS (space-separated, as llc takes them; for experiments)
  * comes after, so it can say otherwise. */
+static char llvm_options_text[600];
+
 void cg_llvm_options(void) {
   static bool done;
   if (done) return;
@@ -112,7 +117,18 @@ void cg_llvm_options(void) {
     strcpy(buf, env);
     for (char *t = strtok(buf, " "); t && argc < 32; t = strtok(NULL, " ")) argv[argc++] = t;
   }
+  size_t at = 0;
+  for (int i = 1; i < argc && at < sizeof llvm_options_text; i++)
+    at += (size_t)snprintf(llvm_options_text + at, sizeof llvm_options_text - at, "%s%s",
+                           i > 1 ? " " : "", argv[i]);
   LLVMParseCommandLineOptions(argc, argv, NULL);
+}
+
+/* The options cg_llvm_options gave LLVM, as one line (the kernel cache's
+ * key: cg_cache.c). */
+static const char *llvm_options(void) {
+  cg_llvm_options();
+  return llvm_options_text;
 }
 
 LLVMTargetMachineRef cg_cpu_machine_at(CtxDiag *diag, bool pic, const char *cpu_name,
@@ -148,11 +164,11 @@ LLVMTargetMachineRef cg_cpu_machine_at(CtxDiag *diag, bool pic, const char *cpu_
   return tm;
 }
 
-/* The optimized module of [k] in [ctx] for [tm] (whose features are
- * [features], NULL: the host's), or NULL after an error. */
-static LLVMModuleRef build_module(LLVMContextRef ctx, const IlirKernel *k,
-                                  LLVMTargetMachineRef tm, const char *features,
-                                  const CgJitOptions *o, CtxDiag *diag) {
+/* The module of [k] in [ctx] for [tm] (whose features are [features], NULL:
+ * the host's) as emitted, before optimization, or NULL after an error. */
+static LLVMModuleRef emit_module(LLVMContextRef ctx, const IlirKernel *k,
+                                 LLVMTargetMachineRef tm, const char *features,
+                                 const CgJitOptions *o, CtxDiag *diag) {
   LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(k->name, ctx);
   char *triple = LLVMGetTargetMachineTriple(tm);
   LLVMSetTarget(mod, triple);
@@ -165,12 +181,29 @@ static LLVMModuleRef build_module(LLVMContextRef ctx, const IlirKernel *k,
     LLVMDisposeModule(mod);
     return NULL;
   }
+  return mod;
+}
+
+static const char *pass_pipeline(const CgJitOptions *o) {
+  return o && o->passes ? o->passes : "default<O3>";
+}
+
+/* Runs [o]'s pass pipeline over [mod]; false after an error. */
+static bool optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, const CgJitOptions *o,
+                     CtxDiag *diag) {
   LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
-  const char *passes = o && o->passes ? o->passes : "default<O3>";
-  LLVMErrorRef err = LLVMRunPasses(mod, passes, tm, opts);
+  LLVMErrorRef err = LLVMRunPasses(mod, pass_pipeline(o), tm, opts);
   LLVMDisposePassBuilderOptions(opts);
-  if (err) {
-    report_error(diag, "optimizing the kernel", err);
+  if (err) report_error(diag, "optimizing the kernel", err);
+  return !err;
+}
+
+/* The optimized module of [k] in [ctx] for [tm], or NULL after an error. */
+static LLVMModuleRef build_module(LLVMContextRef ctx, const IlirKernel *k,
+                                  LLVMTargetMachineRef tm, const char *features,
+                                  const CgJitOptions *o, CtxDiag *diag) {
+  LLVMModuleRef mod = emit_module(ctx, k, tm, features, o, diag);
+  if (mod && !optimize(mod, tm, o, diag)) {
     LLVMDisposeModule(mod);
     return NULL;
   }
@@ -317,11 +350,10 @@ static void place_symbols(CgJit *j, const char *kernel_name, uint64_t kernel) {
   j->nsyms = kept;
 }
 
-/* Adds [mod] (consumed, made in [tsc]) to [jit] and looks up [name]. */
-static uint64_t add_and_lookup(LLVMOrcLLJITRef jit, LLVMOrcThreadSafeContextRef tsc,
-                               LLVMModuleRef mod, const char *name, CtxDiag *diag) {
-  LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(mod, tsc);
-  LLVMErrorRef err = LLVMOrcLLJITAddLLVMIRModule(jit, LLVMOrcLLJITGetMainJITDylib(jit), tsm);
+/* Adds the object file [obj] (consumed) to [jit] and looks up [name]. */
+static uint64_t add_and_lookup(LLVMOrcLLJITRef jit, LLVMMemoryBufferRef obj, const char *name,
+                               CtxDiag *diag) {
+  LLVMErrorRef err = LLVMOrcLLJITAddObjectFile(jit, LLVMOrcLLJITGetMainJITDylib(jit), obj);
   if (err) {
     report_error(diag, "adding the kernel to the JIT", err);
     return 0;
@@ -329,7 +361,7 @@ static uint64_t add_and_lookup(LLVMOrcLLJITRef jit, LLVMOrcThreadSafeContextRef 
   LLVMOrcExecutorAddress addr = 0;
   err = LLVMOrcLLJITLookup(jit, &addr, name);
   if (err) {
-    report_error(diag, "compiling the kernel", err);
+    report_error(diag, "linking the kernel", err);
     return 0;
   }
   return addr;
@@ -360,10 +392,9 @@ static void jit_free_syms(CgJit *j) {
 
 /* The JIT's lookups after the module was added: the kernel, its symbols'
  * addresses, a profile's counters. False after an error. */
-static bool finish(CgJit *j, LLVMOrcThreadSafeContextRef tsc, LLVMModuleRef mod,
-                   const IlirKernel *k, const char *entry, const CgProfile *prof,
-                   CtxDiag *diag) {
-  uint64_t addr = add_and_lookup(j->jit, tsc, mod, entry, diag);
+static bool finish(CgJit *j, LLVMMemoryBufferRef obj, const IlirKernel *k, const char *entry,
+                   const CgProfile *prof, CtxDiag *diag) {
+  uint64_t addr = add_and_lookup(j->jit, obj, entry, diag);
   if (!addr) return false;
   j->fn = (CgKernelFn)(uintptr_t)addr;
   place_symbols(j, entry, addr);
@@ -375,6 +406,34 @@ static bool finish(CgJit *j, LLVMOrcThreadSafeContextRef tsc, LLVMModuleRef mod,
   return cycles != 0;
 }
 
+/* The object file of [k] for [tm]: from [o]'s cache when it holds it, else
+ * optimized and compiled here (and kept in the cache). NULL after an error. */
+static LLVMMemoryBufferRef kernel_object(const IlirKernel *k, LLVMTargetMachineRef tm,
+                                         const CgJitOptions *o, bool *cached, CtxDiag *diag) {
+  LLVMContextRef ctx = LLVMContextCreate();
+  LLVMModuleRef mod = emit_module(ctx, k, tm, NULL, o, diag);
+  LLVMMemoryBufferRef obj = NULL;
+  CtxBuf key;
+  ctx_buf_init(&key);
+  bool keyed = mod && o && o->cache_dir &&
+               cg_cache_key(&key, mod, tm, pass_pipeline(o), llvm_options());
+  if (keyed) obj = cg_cache_load(o->cache_dir, &key);
+  *cached = obj != NULL;
+  if (mod && !obj && optimize(mod, tm, o, diag)) {
+    char *msg = NULL;
+    if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &msg, &obj)) {
+      CTX_ICE(diag, "codegen: compiling the kernel: %s", msg ? msg : "");
+      obj = NULL;
+    }
+    LLVMDisposeMessage(msg);
+    if (obj && keyed) cg_cache_store(o->cache_dir, &key, obj);
+  }
+  ctx_buf_free(&key);
+  if (mod) LLVMDisposeModule(mod);
+  LLVMContextDispose(ctx);
+  return obj;
+}
+
 CgJit *cg_jit_compile_with(const IlirKernel *k, const CgJitOptions *opts, CtxDiag *diag) {
   const CgProfile *prof = opts ? opts->profile : NULL;
   bool want_dump = opts && opts->jitdump, dumping = false;
@@ -384,21 +443,19 @@ CgJit *cg_jit_compile_with(const IlirKernel *k, const CgJitOptions *opts, CtxDia
   if (!tm) return NULL;
   CgJit *j = calloc(1, sizeof *j);
   if (!j) ctx_oom();
-  LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
-  LLVMModuleRef mod = build_module(LLVMOrcThreadSafeContextGetContext(tsc), k, tm, NULL, opts, diag);
-  if (mod) {
+  LLVMMemoryBufferRef obj = kernel_object(k, tm, opts, &j->cached, diag);
+  if (obj) {
     j->jit = make_jit(tm, want_dump ? &dumping : NULL, diag); /* consumes tm */
     tm = NULL;
-    if (!j->jit) LLVMDisposeModule(mod);
+    if (!j->jit) LLVMDisposeMemoryBuffer(obj);
   }
   if (tm) LLVMDisposeTargetMachine(tm);
   if (j->jit)
     LLVMOrcObjectTransformLayerSetTransform(LLVMOrcLLJITGetObjTransformLayer(j->jit),
                                             note_symbols, j);
   const char *entry = opts && opts->call ? opts->call->name : k->name;
-  bool ok = j->jit && finish(j, tsc, mod, k, entry, prof, diag);
+  bool ok = j->jit && finish(j, obj, k, entry, prof, diag);
   j->jitdump = dumping;
-  LLVMOrcDisposeThreadSafeContext(tsc); /* the module holds its own reference */
   if (!ok) {
     cg_jit_free(j);
     return NULL;
@@ -419,6 +476,8 @@ int64_t *cg_jit_counters(const CgJit *jit) { return jit->counters; }
 uint64_t cg_jit_cycles(const CgJit *jit) { return jit->cycles ? jit->cycles() : 0; }
 
 bool cg_jit_dumping(const CgJit *jit) { return jit->jitdump; }
+
+bool cg_jit_cached(const CgJit *jit) { return jit->cached; }
 
 int cg_jit_symbols(const CgJit *jit, const CgJitSym **syms) {
   *syms = jit->syms;

@@ -92,13 +92,17 @@ typedef struct CgProfile CgProfile;
  * RuntimeDyld and LLVM's perf JIT event listener, which writes the code and
  * its symbols to a jitdump file (jit-PID.dump under $JITDUMPDIR or $HOME,
  * .debug/jit/) for `perf record -k 1` + `perf inject --jit` — where this LLVM
- * was built with perf support (cg_jit_dumping). */
+ * was built with perf support (cg_jit_dumping); [cache_dir] a directory of
+ * compiled kernels (cg_cache.c: an object made before by this same program
+ * for the same module, pipeline and CPU is linked without optimizing and
+ * compiling again, and a new one is kept there; NULL: no cache). */
 typedef struct {
   const char *passes;
   const CgCall *call;
   bool fast_isel;
   const CgProfile *profile;
   bool jitdump;
+  const char *cache_dir;
 } CgJitOptions;
 
 /* cg_jit_compile with options [o]. NULL after reporting an internal compiler
@@ -216,6 +220,10 @@ void cg_profile_free(CgProfile *p);
 
 /* Whether [jit] was compiled with a jitdump being written. */
 bool cg_jit_dumping(const CgJit *jit);
+
+/* Whether [jit]'s object came from the kernel cache (CgJitOptions.cache_dir)
+ * rather than LLVM's optimizer and code generator. */
+bool cg_jit_cached(const CgJit *jit);
 
 
 /* The counters of a kernel compiled with a profile: profile->n *

@@ -37,6 +37,7 @@ typedef struct {
   bool profile;        /* --profile: where the time goes (driver_profile.c) */
   bool perf_map;       /* --perf-map: /tmp/perf-PID.map for perf */
   bool jitdump;        /* --perf-jitdump: LLVM's jitdump for perf inject --jit */
+  bool no_cache;       /* --no-cache: compile the kernel, not from the kernel cache */
 } CtxRunOptions;
 
 /* The options of `ctx build` (driver_build.c; see `ctx build --help`). */
@@ -232,6 +233,12 @@ int ctx_usage_error(const char *verb, const char *usage, const char *fmt, const 
 
 /* The exit code the session's diagnostics call for. */
 int ctx_session_exit_code(const CtxSession *s);
+
+/* The directory of the kernel cache (codegen.h, CgJitOptions.cache_dir):
+ * $CTX_CACHE_DIR, else $XDG_CACHE_HOME/ctx/kernels, else
+ * $HOME/.cache/ctx/kernels; NULL (no cache) when CTX_CACHE_DIR is empty or
+ * "off", or none of them is set. A static buffer. */
+const char *ctx_kernel_cache_dir(void);
 
 /* Largest source file ctx reads. */
 #define CTX_MAX_SOURCE_BYTES ((size_t)256 << 20)

@@ -125,6 +125,9 @@ static const char run_notes[] =
     "                     that perf report shows them (README, \"Profiling\")\n"
     "  --perf-jitdump     write LLVM's jitdump of the JIT-compiled code (for perf\n"
     "                     record -k 1 and perf inject --jit: perf annotate)\n"
+    "  --no-cache         compile the kernel even when the kernel cache holds it\n"
+    "                     (the cache: $CTX_CACHE_DIR, default ~/.cache/ctx/kernels;\n"
+    "                     CTX_CACHE_DIR=off turns it off)\n"
     "  -D NAME=VALUE      override dim NAME (also -DNAME=VALUE)\n"
     OPT_OPTIONS
     "  --error-limit=N    stop after N errors (default 20, 0 = no limit)\n"

@@ -176,6 +176,8 @@ int ctx_run_option(int argc, char **argv, int *i, CtxOptions *o) {
     o->run.perf_map = true;
   } else if (strcmp(a, "--perf-jitdump") == 0) {
     o->run.jitdump = true;
+  } else if (strcmp(a, "--no-cache") == 0) {
+    o->run.no_cache = true;
   } else if (strcmp(a, "--all-nodes") == 0) {
     o->run.all_nodes = true;
   } else if (strncmp(a, "--dump", 6) == 0 || strncmp(a, "--emit", 6) == 0 ||
@@ -550,7 +552,8 @@ static int compile_kernel(CtxRun *r) {
   } else if (r->k) {
     if (r->o->profile) r->prof = ctx_profile_create(r->k);
     CgJitOptions jo = {.profile = r->prof ? ctx_profile_plan(r->prof) : NULL,
-                       .jitdump = r->o->jitdump};
+                       .jitdump = r->o->jitdump,
+                       .cache_dir = r->o->no_cache ? NULL : ctx_kernel_cache_dir()};
     r->jit = cg_jit_compile_with(r->k, &jo, &r->s->diag);
   }
   char path[64];

@@ -13,6 +13,7 @@
 #include "codegen/codegen.h"
 #endif
 
+#include <stdlib.h>
 #include <string.h>
 
 void ctx_session_init(CtxSession *s, FILE *out, FILE *err) {
@@ -43,6 +44,23 @@ int ctx_usage_error(const char *verb, const char *usage, const char *fmt, const 
 int ctx_session_exit_code(const CtxSession *s) {
   if (s->diag.ice) return CTX_EXIT_ICE;
   return s->diag.errors ? CTX_EXIT_INPUT : CTX_EXIT_OK;
+}
+
+const char *ctx_kernel_cache_dir(void) {
+  static char dir[4096];
+  const char *env = getenv("CTX_CACHE_DIR"), *base = getenv("XDG_CACHE_HOME");
+  if (env) {
+    if (!*env || strcmp(env, "off") == 0 || strlen(env) >= sizeof dir) return NULL;
+    strcpy(dir, env);
+  } else if (base && *base && base[0] == '/') {
+    if (snprintf(dir, sizeof dir, "%s/ctx/kernels", base) >= (int)sizeof dir) return NULL;
+  } else {
+    const char *home = getenv("HOME");
+    if (!home || home[0] != '/' ||
+        snprintf(dir, sizeof dir, "%s/.cache/ctx/kernels", home) >= (int)sizeof dir)
+      return NULL;
+  }
+  return dir;
 }
 
 static bool has_suffix(const char *s, const char *suffix) {

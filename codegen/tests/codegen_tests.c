@@ -5,11 +5,13 @@
 #include "codegen/codegen.h"
 
 #include <check.h>
+#include <dirent.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- building kernels -------------------------------------------------------- */
 
@@ -127,13 +129,9 @@ static void chain_kernel(T *t) {
   levels_around(t, lv, n, loop(t, i, ci(t, 0), ci(t, H), st));
 }
 
-START_TEST(chain_three_levels) {
-  T t;
-  t_init(&t, "ctx_chain_kernel");
-  chain_kernel(&t);
-  CgJit *jit;
-  CgKernelFn fn = compile(&t, &jit);
-  /* nodes 0 (leaf) <- 1 <- 2 (root); node 3 is the absent dependency */
+/* Runs the chain kernel on nodes 0 (leaf) <- 1 <- 2 (root) and checks it. */
+static void check_chain(CgKernelFn fn) {
+  /* node 3 is the absent dependency */
   float p[H] = {0.1f, -0.2f, 0.3f, 0.5f};
   int32_t dep[3] = {3, 0, 1}, nd[3] = {0, 1, 1}, lv[4] = {0, 1, 2, 3};
   float res[4 * H] = {0};
@@ -147,8 +145,133 @@ START_TEST(chain_three_levels) {
                     i, res[node * H + i], want[i]);
     }
   for (int i = 0; i < H; i++) ck_assert(res[3 * H + i] == 0);
+}
+
+START_TEST(chain_three_levels) {
+  T t;
+  t_init(&t, "ctx_chain_kernel");
+  chain_kernel(&t);
+  CgJit *jit;
+  check_chain(compile(&t, &jit));
   cg_jit_free(jit);
   t_done(&t);
+}
+END_TEST
+
+/* ---- the kernel cache (cg_cache.c) ------------------------------------------- */
+
+/* The chain kernel compiled with the kernel cache in [dir] and [passes]
+ * (NULL: the default), checked; returns whether it came from the cache. */
+static bool cached_chain(const char *dir, const char *passes) {
+  T t;
+  t_init(&t, "ctx_chain_kernel");
+  chain_kernel(&t);
+  CgJitOptions o = {.cache_dir = dir, .passes = passes};
+  CgJit *jit = cg_jit_compile_with(t.k, &o, &t.diag);
+  ck_assert_ptr_nonnull(jit);
+  ck_assert_int_eq(t.diag.errors + t.diag.ice, 0);
+  check_chain(cg_jit_kernel(jit));
+  bool cached = cg_jit_cached(jit);
+  cg_jit_free(jit);
+  t_done(&t);
+  return cached;
+}
+
+/* The entries (*.kernel files) in [dir], the last one's path in [last]. */
+static int cache_entries(const char *dir, char *last, size_t n) {
+  DIR *d = opendir(dir);
+  int count = 0;
+  struct dirent *e;
+  while (d && (e = readdir(d)))
+    if (strstr(e->d_name, ".kernel") && !strchr(strstr(e->d_name, ".kernel") + 1, '.')) {
+      count++;
+      if (last) snprintf(last, n, "%s/%s", dir, e->d_name);
+    }
+  if (d) closedir(d);
+  return count;
+}
+
+static char *temp_dir(char *buf, size_t n) {
+  snprintf(buf, n, "%s/ctx-cache-test-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+  ck_assert_ptr_nonnull(mkdtemp(buf));
+  return buf;
+}
+
+static void remove_dir(const char *dir) {
+  char path[4096];
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  while (d && (e = readdir(d)))
+    if (e->d_name[0] != '.') {
+      snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+      unlink(path);
+    }
+  if (d) closedir(d);
+  rmdir(dir);
+}
+
+START_TEST(kernel_cache_hit) {
+  char base[256], dir[300];
+  temp_dir(base, sizeof base);
+  snprintf(dir, sizeof dir, "%s/a/b", base); /* made on the first store */
+  ck_assert(!cached_chain(dir, NULL));
+  ck_assert_int_eq(cache_entries(dir, NULL, 0), 1);
+  ck_assert(cached_chain(dir, NULL));
+  ck_assert(cached_chain(dir, NULL));
+  ck_assert_int_eq(cache_entries(dir, NULL, 0), 1);
+  /* another pass pipeline is another kernel */
+  ck_assert(!cached_chain(dir, "default<O1>"));
+  ck_assert(cached_chain(dir, "default<O1>"));
+  ck_assert_int_eq(cache_entries(dir, NULL, 0), 2);
+  remove_dir(dir);
+  snprintf(dir, sizeof dir, "%s/a", base);
+  rmdir(dir);
+  rmdir(base);
+}
+END_TEST
+
+/* A damaged entry (its object's bytes, or its key) is a miss, and the
+ * compiled kernel replaces it. */
+START_TEST(kernel_cache_damaged) {
+  char dir[256], entry[4096];
+  temp_dir(dir, sizeof dir);
+  ck_assert(!cached_chain(dir, NULL));
+  ck_assert_int_eq(cache_entries(dir, entry, sizeof entry), 1);
+  FILE *f = fopen(entry, "r+b");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq(fseek(f, -64, SEEK_END), 0);
+  for (int i = 0; i < 16; i++) fputc(0xcc, f);
+  fclose(f);
+  ck_assert(!cached_chain(dir, NULL));
+  ck_assert(cached_chain(dir, NULL));
+  f = fopen(entry, "r+b"); /* the key's first line */
+  ck_assert_ptr_nonnull(f);
+  fputc('X', f);
+  fclose(f);
+  ck_assert(!cached_chain(dir, NULL));
+  ck_assert(cached_chain(dir, NULL));
+  f = fopen(entry, "wb"); /* empty */
+  fclose(f);
+  ck_assert(!cached_chain(dir, NULL));
+  ck_assert(cached_chain(dir, NULL));
+  ck_assert_int_eq(cache_entries(dir, NULL, 0), 1);
+  remove_dir(dir);
+}
+END_TEST
+
+/* CTX_CACHE_MAX_MB bounds the directory: at 0 nothing is kept; a directory
+ * that cannot be made is no cache, not an error. */
+START_TEST(kernel_cache_limits) {
+  char dir[256];
+  temp_dir(dir, sizeof dir);
+  setenv("CTX_CACHE_MAX_MB", "0", 1);
+  ck_assert(!cached_chain(dir, NULL));
+  ck_assert_int_eq(cache_entries(dir, NULL, 0), 0);
+  ck_assert(!cached_chain(dir, NULL));
+  unsetenv("CTX_CACHE_MAX_MB");
+  ck_assert(!cached_chain("/proc/self/no-such-dir", NULL));
+  ck_assert(!cached_chain("/proc/self/no-such-dir", NULL));
+  remove_dir(dir);
 }
 END_TEST
 
@@ -902,6 +1025,9 @@ static Suite *codegen_suite(void) {
   TCase *tc = tcase_create("jit");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, chain_three_levels);
+  tcase_add_test(tc, kernel_cache_hit);
+  tcase_add_test(tc, kernel_cache_damaged);
+  tcase_add_test(tc, kernel_cache_limits);
   tcase_add_test(tc, max_select_unary);
   tcase_add_test(tc, if_on_num_deps);
   tcase_add_test(tc, threads_agree);
