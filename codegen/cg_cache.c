@@ -48,7 +48,7 @@ static CgU128 fnv128(const char *p, size_t n) {
   return h;
 }
 
-static uint64_t fnv64(const char *p, size_t n) {
+uint64_t cg_fnv64(const char *p, size_t n) {
   uint64_t h = 14695981039346656037ULL;
   for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 1099511628211ULL;
   return h;
@@ -85,7 +85,7 @@ static char *entry_path(const char *dir, const CtxBuf *key) {
   const char *k = ctx_buf_str(key);
   size_t n = strlen(dir) + 40;
   char *path = ctx_xmalloc(n);
-  snprintf(path, n, "%s/%016llx.kernel", dir, (unsigned long long)fnv64(k, strlen(k)));
+  snprintf(path, n, "%s/%016llx.kernel", dir, (unsigned long long)cg_fnv64(k, strlen(k)));
   return path;
 }
 
@@ -110,7 +110,7 @@ static char *read_file(const char *path, size_t *size) {
 /* The line after an entry's key: the object's length and 64-bit hash, so
  * that a file damaged after it was written is a miss. */
 static void object_line(char *line, size_t n, const char *obj, size_t size) {
-  snprintf(line, n, "object %zu %016llx\n", size, (unsigned long long)fnv64(obj, size));
+  snprintf(line, n, "object %zu %016llx\n", size, (unsigned long long)cg_fnv64(obj, size));
 }
 
 LLVMMemoryBufferRef cg_cache_load(const char *dir, const CtxBuf *key) {

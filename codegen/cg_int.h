@@ -75,6 +75,9 @@ void cg_llvm_options(void);
 LLVMTargetMachineRef cg_cpu_machine_at(CtxDiag *diag, bool pic, const char *cpu,
                                        const char **features, LLVMCodeGenOptLevel level);
 
+/* FNV-1a, 64 bits, over [n] bytes of [p]. */
+uint64_t cg_fnv64(const char *p, size_t n);
+
 /* The kernel cache (cg_cache.c). cg_cache_key appends to [key] everything
  * the object code of the unoptimized [mod] depends on (this program file,
  * LLVM's version and [llvm_options], [passes], [tm]); false when this host

@@ -390,8 +390,8 @@ static void jit_free_syms(CgJit *j) {
   free(j->secs);
 }
 
-/* The JIT's lookups after the module was added: the kernel, its symbols'
- * addresses, a profile's counters. False after an error. */
+/* Adds [obj] (consumed) to the JIT, then its lookups: the kernel, its
+ * symbols' addresses, a profile's counters. False after an error. */
 static bool finish(CgJit *j, LLVMMemoryBufferRef obj, const IlirKernel *k, const char *entry,
                    const CgProfile *prof, CtxDiag *diag) {
   uint64_t addr = add_and_lookup(j->jit, obj, entry, diag);
@@ -538,10 +538,7 @@ bool cg_kernel_fingerprint(const IlirKernel *k, uint64_t *hash, CtxDiag *diag) {
   bool ok = cg_emit_module_for(ctx, mod, k, features, NULL, diag);
   if (ok) {
     char *text = LLVMPrintModuleToString(mod);
-    uint64_t h = 14695981039346656037ULL;
-    for (const unsigned char *c = (const unsigned char *)text; *c; c++)
-      h = (h ^ *c) * 1099511628211ULL;
-    *hash = h;
+    *hash = cg_fnv64(text, strlen(text));
     LLVMDisposeMessage(text);
   }
   LLVMDisposeModule(mod);
