@@ -533,9 +533,10 @@ enum { PREFETCH_LINES = 64 }; /* at most 4 KiB of a row: the hardware prefetcher
 /* Loads of [e] from a parameter at a row chosen by node [n]'s input value
  * (Emb[words[n] * W + i], i over [0, I) of the loop [inner]): prefetches
  * the row node [next] will read, so the gather's miss to memory overlaps
- * this node's work (treelstm's leaves: a 3 KiB row of a 60 MiB table each). */
+ * this node's work (treelstm's leaves: a 3 KiB row of a 60 MiB table each);
+ * with [from], only its elements [from, from + count). */
 static void prefetch_rows_in(CgEmit *E, const IlirExpr *e, const IlirStmt *inner,
-                             const IlirVar *n, LLVMValueRef next) {
+                             const IlirVar *n, LLVMValueRef next, LLVMValueRef from, long count) {
   if (!e || E->failed) return;
   if (e->kind == ILIR_LOAD && E->k->bufs[e->buf].kind == ILIR_BUF_PARAM) {
     enum { MAX_ATOMS = 16 };
@@ -555,8 +556,9 @@ static void prefetch_rows_in(CgEmit *E, const IlirExpr *e, const IlirStmt *inner
     E->vars[n->id] = next;
     LLVMValueRef row = linear_sum(E, atoms, coefs, na, use, konst);
     E->vars[n->id] = now;
-    long I = inner->hi->ival, lines = (I + 15) / 16;
+    long I = from ? count : inner->hi->ival, lines = (I + 15) / 16;
     if (lines > PREFETCH_LINES) lines = PREFETCH_LINES;
+    if (from) row = LLVMBuildAdd(E->b, row, from, "");
     for (long l = 0; l < lines; l++) {
       LLVMValueRef at = LLVMBuildAdd(E->b, row, cg_const_i64(E, l * 16), "");
       /* a plain GEP: the row of a node past the level may be any row */
@@ -564,16 +566,16 @@ static void prefetch_rows_in(CgEmit *E, const IlirExpr *e, const IlirStmt *inner
     }
     return;
   }
-  prefetch_rows_in(E, e->a, inner, n, next);
-  prefetch_rows_in(E, e->b, inner, n, next);
-  prefetch_rows_in(E, e->c, inner, n, next);
+  prefetch_rows_in(E, e->a, inner, n, next, from, count);
+  prefetch_rows_in(E, e->b, inner, n, next, from, count);
+  prefetch_rows_in(E, e->c, inner, n, next, from, count);
 }
 
-/* At the top of an iteration of the nodes loop [s] (node [n] = iv): the
- * gathered rows of node iv + 1 (ivalues has a row past the last node). Only
- * loops directly in [s] with constant bounds [0, I). */
-static void prefetch_next_rows(CgEmit *E, const IlirStmt *s, LLVMValueRef iv) {
-  LLVMValueRef next = LLVMBuildAdd(E->b, iv, cg_const_i64(E, 1), "");
+/* The gathered rows that the loops directly in the nodes loop [s] (constant
+ * bounds [0, I)) read for node [next] (at most ivalues' row past the last
+ * node); with [from], their elements [from, from + count). */
+static void prefetch_rows(CgEmit *E, const IlirStmt *s, LLVMValueRef next, LLVMValueRef from,
+                          long count) {
   for (int i = 0; i < s->body.n && !E->failed; i++) {
     const IlirStmt *c = s->body.stmts[i];
     if (c->kind != ILIR_LOOP || c->tile_nodes || !c->lo || !c->hi ||
@@ -581,8 +583,36 @@ static void prefetch_next_rows(CgEmit *E, const IlirStmt *s, LLVMValueRef iv) {
       continue;
     for (int j = 0; j < c->body.n; j++)
       if (c->body.stmts[j]->kind == ILIR_STORE)
-        prefetch_rows_in(E, c->body.stmts[j]->value, c, s->var, next);
+        prefetch_rows_in(E, c->body.stmts[j]->value, c, s->var, next, from, count);
   }
+}
+
+/* At the top of an iteration of the nodes loop [s] (node = iv): the rows of
+ * node iv + 1. */
+static void prefetch_next_rows(CgEmit *E, const IlirStmt *s, LLVMValueRef iv) {
+  prefetch_rows(E, s, LLVMBuildAdd(E->b, iv, cg_const_i64(E, 1), ""), NULL, 0);
+}
+
+enum { PREFETCH_TILE_NODES = 16 };
+
+/* Before a register tile's block of outputs [from, from + count) over this
+ * thread's nodes [lo, hi) of a level: that block of the rows its epilogues
+ * gather for those nodes and for node hi, the next level's first
+ * (seqlstm's Emb[words[n]], 4 KiB of an 80 MiB table: at B=1 the next
+ * step's row arrives while this step's product runs, where its epilogue
+ * waited on memory block by block). A block at a time, so the misses spread
+ * over the level rather than filling the core's miss buffers at once; at
+ * most PREFETCH_TILE_NODES nodes, so a wide level's rows do not crowd the L1. */
+void cg_prefetch_tile_rows(CgEmit *E, const IlirStmt *s, LLVMValueRef lo, LLVMValueRef hi,
+                           LLVMValueRef from, long count) {
+  if (E->tgt->kind != CG_TARGET_CPU || !E->level) return;
+  LLVMValueRef end = LLVMBuildAdd(E->b, hi, cg_const_i64(E, 1), "");
+  LLVMValueRef cap = LLVMBuildAdd(E->b, lo, cg_const_i64(E, PREFETCH_TILE_NODES), "");
+  end = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSLT, cap, end, ""), cap, end, "");
+  CgLoop L;
+  cg_loop_open(E, &L, lo, end, "pf.n");
+  prefetch_rows(E, s, L.iv, from, count);
+  cg_loop_close(E, &L);
 }
 
 /* levels[i] */

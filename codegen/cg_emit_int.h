@@ -73,6 +73,10 @@ long cg_pack_panel(const IlirPack *pk);
 
 /* The register-tiled product [s] (cg_tile.c). */
 void cg_emit_tiled(CgEmit *E, const IlirStmt *s);
+/* Prefetches the block [from, from + count) of the gathered rows the
+ * register tile [s] over nodes [lo, hi) reads (cg_emit.c). */
+void cg_prefetch_tile_rows(CgEmit *E, const IlirStmt *s, LLVMValueRef lo, LLVMValueRef hi,
+                           LLVMValueRef from, long count);
 /* The loop [s] when it is a matrix-vector product over contiguous rows,
  * vl outputs at a time (cg_rowdot.c); false, nothing emitted, otherwise. */
 bool cg_emit_row_dots(CgEmit *E, const IlirStmt *s);

@@ -647,6 +647,7 @@ void cg_emit_tiled(CgEmit *E, const IlirStmt *s) {
     cg_loop_open(E, &Li, from, to, "i0");
     LLVMValueRef i0 = g == 0 ? block_at(E, Li.iv, from, to, width) : Li.iv;
     if (g == 0 && pack_worth(E, &T, nb, width)) pack_blocks(E, &T, i0, width, seg[g].vl);
+    if (s->loop == ILIR_LOOP_NODES) cg_prefetch_tile_rows(E, s, lo, hi, i0, width);
     LLVMValueRef count = LLVMBuildSDiv(E->b, LLVMBuildSub(E->b, hi, lo, ""), cg_const_i64(E, nb), "");
     LLVMValueRef rest = LLVMBuildAdd(E->b, lo, LLVMBuildMul(E->b, count, cg_const_i64(E, nb), ""), "");
     cg_loop_open(E, &Ln, lo, rest, "n0");
