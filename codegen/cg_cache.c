@@ -55,7 +55,7 @@ uint64_t cg_fnv64(const char *p, size_t n) {
 }
 
 bool cg_cache_key(CtxBuf *key, LLVMModuleRef mod, LLVMTargetMachineRef tm, const char *passes,
-                  const char *llvm_options) {
+                  const char *codegen, const char *llvm_options) {
   struct stat st;
   if (stat("/proc/self/exe", &st) != 0) return false;
   unsigned major, minor, patch;
@@ -66,12 +66,12 @@ bool cg_cache_key(CtxBuf *key, LLVMModuleRef mod, LLVMTargetMachineRef tm, const
   size_t len = strlen(ir);
   CgU128 h = fnv128(ir, len);
   ctx_buf_printf(key,
-                 "ctx kernel cache 1\nprogram %llu %llu %lld %lld.%09ld\nllvm %u.%u.%u\n"
-                 "options %s\npasses %s\ntarget %s\ncpu %s\nfeatures %s\n"
+                 "ctx kernel cache 2\nprogram %llu %llu %lld %lld.%09ld\nllvm %u.%u.%u\n"
+                 "options %s\npasses %s\ncodegen %s\ntarget %s\ncpu %s\nfeatures %s\n"
                  "module %zu %016llx%016llx\n",
                  (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
                  (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec, major,
-                 minor, patch, llvm_options, passes, triple, cpu, features, len,
+                 minor, patch, llvm_options, passes, codegen, triple, cpu, features, len,
                  (unsigned long long)(h >> 64), (unsigned long long)h);
   LLVMDisposeMessage(ir);
   LLVMDisposeMessage(triple);

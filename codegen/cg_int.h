@@ -80,13 +80,14 @@ uint64_t cg_fnv64(const char *p, size_t n);
 
 /* The kernel cache (cg_cache.c). cg_cache_key appends to [key] everything
  * the object code of the unoptimized [mod] depends on (this program file,
- * LLVM's version and [llvm_options], [passes], [tm]); false when this host
+ * LLVM's version and [llvm_options], [passes], the code generator's
+ * [codegen] settings, [tm]); false when this host
  * cannot say which program it is (then there is no caching). cg_cache_load
  * returns the object stored under exactly [key] in [dir], or NULL;
  * cg_cache_store keeps [obj] there (making [dir]; failures are misses
  * later, not errors). */
 bool cg_cache_key(CtxBuf *key, LLVMModuleRef mod, LLVMTargetMachineRef tm, const char *passes,
-                  const char *llvm_options);
+                  const char *codegen, const char *llvm_options);
 LLVMMemoryBufferRef cg_cache_load(const char *dir, const CtxBuf *key);
 void cg_cache_store(const char *dir, const CtxBuf *key, LLVMMemoryBufferRef obj);
 

@@ -416,7 +416,8 @@ static LLVMMemoryBufferRef kernel_object(const IlirKernel *k, LLVMTargetMachineR
   CtxBuf key;
   ctx_buf_init(&key);
   bool keyed = mod && o && o->cache_dir &&
-               cg_cache_key(&key, mod, tm, pass_pipeline(o), llvm_options());
+               cg_cache_key(&key, mod, tm, pass_pipeline(o),
+                            o->fast_isel ? "level none, fast-isel" : "level aggressive", llvm_options());
   if (keyed) obj = cg_cache_load(o->cache_dir, &key);
   *cached = obj != NULL;
   if (mod && !obj && optimize(mod, tm, o, diag)) {

@@ -5,8 +5,8 @@
  *   source parsed, items assembled (a typed item replaces the file's or an
  *   earlier typed item of the same key) --sema, RA--> ReplBuild
  *   --repl_build_jit: the schedule (an inline block, -s / :schedule FILE or
- *   the default), the JIT (compiled for latency: repl_jit_options), the
- *   weights--> a loaded CtxrtModel
+ *   the default), the JIT (compiled for latency: repl_jit_options; kept
+ *   in the kernel cache, as ctx run's), the weights--> a loaded CtxrtModel
  *
  * A build is remade only after the model, the dims (:set) or the schedule
  * changed (gen_no); everything it holds goes with it.
@@ -354,6 +354,7 @@ ReplBuild *repl_build_jit(Repl *R) {
     double t0 = repl_now_ms();
     if (!b->k) b->k = build_kernel(b);
     CgJitOptions o = repl_jit_options(R);
+    o.cache_dir = ctx_kernel_cache_dir(); /* models only: not every expression */
     if (b->k) b->jit = cg_jit_compile_with(b->k, &o, &b->s.diag);
     if (!b->jit) return NULL;
     b->compile_ms = repl_now_ms() - t0;

@@ -3,7 +3,8 @@
 it lives (CTX_CACHE_DIR, XDG_CACHE_HOME, HOME), that a second run of the
 same kernel is a hit (it touches its entry) with the same outputs, that
 --no-cache, CTX_CACHE_DIR=off and --interp leave it alone, and that other
-dims are another entry.
+dims are another entry; ctx repl's models use it too (its expressions do
+not).
 
 usage: run_cache.py --ctx CTX --model MODEL.ctx
 """
@@ -80,6 +81,28 @@ def main():
         run("xdg", env=dict(base, XDG_CACHE_HOME=xdg))
         check(len(entries(os.path.join(xdg, "ctx", "kernels"))) == 1,
               "XDG_CACHE_HOME/ctx/kernels when it is set")
+
+        # ctx repl keeps its models' kernels there too, not its expressions'
+        def repl(name, env):
+            p = subprocess.run([a.ctx, "repl", a.model, "--threads", "1"],
+                               input="sigmoid(1.0)\n:run\n", env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+            check(p.returncode == 0 and "time: jit_ms=" in p.stdout, f"{name}: ctx repl runs")
+            return [l for l in p.stdout.splitlines() if not l.startswith("time:")]
+        rd = os.path.join(tmp, "repl-cache")
+        r1 = repl("repl-first", dict(base, CTX_CACHE_DIR=rd))
+        e = entries(rd)
+        check(len(e) == 1, "ctx repl stores its model's kernel, one entry (no expression's)")
+        if e:
+            os.utime(e[0], (OLD, OLD))
+        r2 = repl("repl-second", dict(base, CTX_CACHE_DIR=rd))
+        check(r2 == r1 and entries(rd) == e and e and os.stat(e[0]).st_mtime > OLD,
+              "ctx repl's second session is a hit, with the same outputs")
+        at_home = entries(os.path.join(home, ".cache", "ctx", "kernels"))
+        repl("repl-off", dict(base, CTX_CACHE_DIR="off"))
+        check(entries(os.path.join(home, ".cache", "ctx", "kernels")) == at_home,
+              "ctx repl, CTX_CACHE_DIR=off: no entry stored")
+
         ro = os.path.join(tmp, "file")
         open(ro, "w").close()
         last = run("unusable", env=dict(base, CTX_CACHE_DIR=os.path.join(ro, "sub")))

@@ -24,6 +24,15 @@ import subprocess
 import sys
 import time
 
+
+def uncached():
+    """The environment without the kernel cache: an edit's two versions would
+    otherwise come from it after their first compile, and "edit" would time
+    a lookup instead of the JIT."""
+    env = dict(os.environ)
+    env["CTX_CACHE_DIR"] = "off"
+    return env
+
 CELL = """rec cell(n: t) -> (h: f32[H], c: f32[H]) {{
   if leaf(n) {{
     let g = Emb[words[n]] + b_iou
@@ -78,7 +87,7 @@ def cpu_session(n, edits, expr):
 def cpu_ms(a, text):
     p = subprocess.Popen([a.ctx, "repl", "examples/treelstm.ctx", "--threads", "1"],
                          stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, cwd=a.root)
+                         stderr=subprocess.DEVNULL, cwd=a.root, env=uncached())
     p.stdin.write(text.encode())
     p.stdin.close()
     _, _, ru = os.wait4(p.pid, 0)
@@ -104,7 +113,7 @@ def main():
     a = ap.parse_args()
     if a.cpu:
         return cpu_main(a)
-    r = Repl(a.ctx, a.root, dict(os.environ))
+    r = Repl(a.ctx, a.root, uncached())
     r.send(":tree (3 (2 17) (4 (2 5) (3 9)))", "1 tree")
     r.send("let h = Emb[17][0:256]", "h : ")
     edit, expr, run, jit, kernel = [], [], [], [], []
@@ -123,7 +132,7 @@ def main():
         kernel.append(float(line3.split("run_ms=")[1].split()[0]))
     r.p.stdin.close()
     r.p.wait()
-    r = Repl(a.ctx, a.root, dict(os.environ))
+    r = Repl(a.ctx, a.root, uncached())
     r.send(":input examples/data/sst_sample.ptb", "input:")
     _, line = r.send(":time 200", "time: ")
     r.p.stdin.close()

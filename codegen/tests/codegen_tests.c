@@ -162,11 +162,11 @@ END_TEST
 
 /* The chain kernel compiled with the kernel cache in [dir] and [passes]
  * (NULL: the default), checked; returns whether it came from the cache. */
-static bool cached_chain(const char *dir, const char *passes) {
+static bool cached_chain_with(const char *dir, const char *passes, bool fast_isel) {
   T t;
   t_init(&t, "ctx_chain_kernel");
   chain_kernel(&t);
-  CgJitOptions o = {.cache_dir = dir, .passes = passes};
+  CgJitOptions o = {.cache_dir = dir, .passes = passes, .fast_isel = fast_isel};
   CgJit *jit = cg_jit_compile_with(t.k, &o, &t.diag);
   ck_assert_ptr_nonnull(jit);
   ck_assert_int_eq(t.diag.errors + t.diag.ice, 0);
@@ -175,6 +175,10 @@ static bool cached_chain(const char *dir, const char *passes) {
   cg_jit_free(jit);
   t_done(&t);
   return cached;
+}
+
+static bool cached_chain(const char *dir, const char *passes) {
+  return cached_chain_with(dir, passes, false);
 }
 
 /* The entries (*.kernel files) in [dir], the last one's path in [last]. */
@@ -223,6 +227,12 @@ START_TEST(kernel_cache_hit) {
   ck_assert(!cached_chain(dir, "default<O1>"));
   ck_assert(cached_chain(dir, "default<O1>"));
   ck_assert_int_eq(cache_entries(dir, NULL, 0), 2);
+  /* and another code generator's level (the REPL's fast instruction
+   * selection) another object */
+  ck_assert(!cached_chain_with(dir, NULL, true));
+  ck_assert(cached_chain_with(dir, NULL, true));
+  ck_assert(cached_chain(dir, NULL));
+  ck_assert_int_eq(cache_entries(dir, NULL, 0), 3);
   remove_dir(dir);
   snprintf(dir, sizeof dir, "%s/a", base);
   rmdir(dir);
