@@ -33,6 +33,7 @@ def uncached():
     env["CTX_CACHE_DIR"] = "off"
     return env
 
+
 CELL = """rec cell(n: t) -> (h: f32[H], c: f32[H]) {{
   if leaf(n) {{
     let g = Emb[words[n]] + b_iou
