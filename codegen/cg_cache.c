@@ -55,7 +55,7 @@ uint64_t cg_fnv64(const char *p, size_t n) {
 }
 
 bool cg_cache_key(CtxBuf *key, LLVMModuleRef mod, LLVMTargetMachineRef tm, const char *passes,
-                  const char *codegen, const char *llvm_options) {
+                  int codegen_level, const char *llvm_options) {
   struct stat st;
   if (stat("/proc/self/exe", &st) != 0) return false;
   unsigned major, minor, patch;
@@ -67,11 +67,11 @@ bool cg_cache_key(CtxBuf *key, LLVMModuleRef mod, LLVMTargetMachineRef tm, const
   CgU128 h = fnv128(ir, len);
   ctx_buf_printf(key,
                  "ctx kernel cache 2\nprogram %llu %llu %lld %lld.%09ld\nllvm %u.%u.%u\n"
-                 "options %s\npasses %s\ncodegen %s\ntarget %s\ncpu %s\nfeatures %s\n"
+                 "options %s\npasses %s\ncodegen level %d\ntarget %s\ncpu %s\nfeatures %s\n"
                  "module %zu %016llx%016llx\n",
                  (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
                  (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec, major,
-                 minor, patch, llvm_options, passes, codegen, triple, cpu, features, len,
+                 minor, patch, llvm_options, passes, codegen_level, triple, cpu, features, len,
                  (unsigned long long)(h >> 64), (unsigned long long)h);
   LLVMDisposeMessage(ir);
   LLVMDisposeMessage(triple);

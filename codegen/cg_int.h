@@ -56,11 +56,10 @@ LLVMValueRef cg_math_sigmoid(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef x
 LLVMValueRef cg_math_fmuladd(LLVMBuilderRef b, LLVMModuleRef mod, LLVMValueRef x,
                              LLVMValueRef y, LLVMValueRef z);
 
-/* A TargetMachine for the host CPU (its name and features), O3, or NULL after
- * reporting an internal compiler error; [pic]: position-independent code for
- * an object file (ctx build), else for the JIT. */
-LLVMTargetMachineRef cg_host_machine(CtxDiag *diag, bool pic);
-/* The same at the code generator's level [level] (cg_jit_compile_with). */
+/* A TargetMachine for the host CPU (its name and features) at the code
+ * generator's level [level], or NULL after reporting an internal compiler
+ * error; [pic]: position-independent code for an object file, else for the
+ * JIT (cg_jit_compile_with). */
 LLVMTargetMachineRef cg_host_machine_at(CtxDiag *diag, bool pic, LLVMCodeGenOptLevel level);
 
 /* The same for the CPU level [cpu] (codegen.h's cg_cpu_valid names; NULL or
@@ -81,13 +80,13 @@ uint64_t cg_fnv64(const char *p, size_t n);
 /* The kernel cache (cg_cache.c). cg_cache_key appends to [key] everything
  * the object code of the unoptimized [mod] depends on (this program file,
  * LLVM's version and [llvm_options], [passes], the code generator's
- * [codegen] settings, [tm]); false when this host
+ * [codegen_level] (an LLVMCodeGenOptLevel), [tm]); false when this host
  * cannot say which program it is (then there is no caching). cg_cache_load
  * returns the object stored under exactly [key] in [dir], or NULL;
  * cg_cache_store keeps [obj] there (making [dir]; failures are misses
  * later, not errors). */
 bool cg_cache_key(CtxBuf *key, LLVMModuleRef mod, LLVMTargetMachineRef tm, const char *passes,
-                  const char *codegen, const char *llvm_options);
+                  int codegen_level, const char *llvm_options);
 LLVMMemoryBufferRef cg_cache_load(const char *dir, const CtxBuf *key);
 void cg_cache_store(const char *dir, const CtxBuf *key, LLVMMemoryBufferRef obj);
 

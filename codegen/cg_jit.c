@@ -69,10 +69,6 @@ bool cg_cpu_valid(const char *cpu) {
   return false;
 }
 
-LLVMTargetMachineRef cg_host_machine(CtxDiag *diag, bool pic) {
-  return cg_cpu_machine(diag, pic, NULL, NULL);
-}
-
 LLVMTargetMachineRef cg_host_machine_at(CtxDiag *diag, bool pic, LLVMCodeGenOptLevel level) {
   return cg_cpu_machine_at(diag, pic, NULL, NULL, level);
 }
@@ -406,6 +402,12 @@ static bool finish(CgJit *j, LLVMMemoryBufferRef obj, const IlirKernel *k, const
   return cycles != 0;
 }
 
+/* The code generator's level [o] asks for: none (fast instruction
+ * selection, the REPL) or aggressive (ctx run). */
+static LLVMCodeGenOptLevel codegen_level(const CgJitOptions *o) {
+  return o && o->fast_isel ? LLVMCodeGenLevelNone : LLVMCodeGenLevelAggressive;
+}
+
 /* The object file of [k] for [tm]: from [o]'s cache when it holds it, else
  * optimized and compiled here (and kept in the cache). NULL after an error. */
 static LLVMMemoryBufferRef kernel_object(const IlirKernel *k, LLVMTargetMachineRef tm,
@@ -416,8 +418,7 @@ static LLVMMemoryBufferRef kernel_object(const IlirKernel *k, LLVMTargetMachineR
   CtxBuf key;
   ctx_buf_init(&key);
   bool keyed = mod && o && o->cache_dir &&
-               cg_cache_key(&key, mod, tm, pass_pipeline(o),
-                            o->fast_isel ? "level none, fast-isel" : "level aggressive", llvm_options());
+               cg_cache_key(&key, mod, tm, pass_pipeline(o), (int)codegen_level(o), llvm_options());
   if (keyed) obj = cg_cache_load(o->cache_dir, &key);
   *cached = obj != NULL;
   if (mod && !obj && optimize(mod, tm, o, diag)) {
@@ -438,9 +439,7 @@ static LLVMMemoryBufferRef kernel_object(const IlirKernel *k, LLVMTargetMachineR
 CgJit *cg_jit_compile_with(const IlirKernel *k, const CgJitOptions *opts, CtxDiag *diag) {
   const CgProfile *prof = opts ? opts->profile : NULL;
   bool want_dump = opts && opts->jitdump, dumping = false;
-  LLVMTargetMachineRef tm =
-      opts && opts->fast_isel ? cg_host_machine_at(diag, false, LLVMCodeGenLevelNone)
-                              : cg_host_machine(diag, false);
+  LLVMTargetMachineRef tm = cg_host_machine_at(diag, false, codegen_level(opts));
   if (!tm) return NULL;
   CgJit *j = calloc(1, sizeof *j);
   if (!j) ctx_oom();
