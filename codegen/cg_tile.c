@@ -542,7 +542,18 @@ static void pack_blocks(CgEmit *E, CgTile *T, LLVMValueRef i0, long width, int v
  * time is its weights' bandwidth, and split by outputs each thread reads
  * only its share of them — the same share at every level, which stays in its
  * core's L2 (CORTEX's model persistence, on the CPU). Every thread decides
- * alike from the level's size, so all meet the same barriers. */
+ * alike from the level's size, so all meet the same barriers.
+ *
+ * The level's other statements then read elements another core wrote
+ * (treegru's z = g[H:2H] and r * s after U_rz's tile split at 2H / 2).
+ * Sharing the outputs alike everywhere — each thread the same share of
+ * every segment of H outputs in the tiles and in the elementwise nodes
+ * loops, which then ran over all the level's nodes — kept those on one
+ * core, and changed nothing measurable: treegru H=512 B=10, two threads on
+ * the Zen 5 (a cache line 450-520 ns there and back), 1.045x the time, median of 9 alternating rounds
+ * (0.95-1.30), every region of the profile as before. Nor did prefetching
+ * all the level's rows of x right after the barrier (1.02-1.09x), nor
+ * scratch rows per node instead of per level (1.00-1.02x). */
 static LLVMValueRef split_by_outputs(CgEmit *E, LLVMValueRef lo, LLVMValueRef hi, int nb,
                                      long blocks) {
   LLVMValueRef many = LLVMBuildICmp(E->b, LLVMIntSGT, E->nthreads, cg_const_i64(E, 1), "");
