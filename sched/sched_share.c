@@ -26,9 +26,13 @@
  * allowed, rows cut to fit the 32 registers): Zen 5, H=256, 3 alternating
  * rounds, 1.23-1.34x the time of the default's two tiles at B=1 and
  * 1.20-1.37x at B=10; with panels of 16 to match its blocks, B=1 1.01-1.13x.
- * Five products leave registers for one vector of outputs, each row of a
- * weight feeds fewer multiply-adds, and the level's weights (1 MiB, the
- * whole L2) did not come from the L2 any better for being read in one pass.
+ * Five products leave registers for one vector of outputs, and each row of
+ * a weight feeds fewer multiply-adds. Only with tiles of one row (`tile(node,
+ * i) by (1, 64)`: blocks of 64 outputs again) did one pass pay, and only on
+ * levels of one node: a chain of 60 of them 0.86-0.90x the time of the
+ * default's (3 rounds), but B=10 1.31-1.62x in every shape tried (6 x 16 to
+ * 2 x 64). A level of a few nodes would want the one tile, a wide level the
+ * two: a choice per level, at run time, that the kernel does not make yet.
  */
 #include "sched/sched_int.h"
 
