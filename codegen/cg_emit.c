@@ -852,6 +852,13 @@ static void emit_bound_loop(CgEmit *E, const IlirStmt *s) {
   if (!E->failed) E->vars[s->var->id] = NULL;
 }
 
+bool cg_follows(const CgEmit *E, const IlirStmt *prev, const IlirStmt *s) {
+  const IlirBlock *b = E->level_body;
+  for (int i = 1; b && i < b->n; i++)
+    if (b->stmts[i] == s) return b->stmts[i - 1] == prev;
+  return false;
+}
+
 static void emit_loop(CgEmit *E, const IlirStmt *s) {
   if (s->bind && E->tgt->sreg) {
     if (s->bind == ILIR_BIND_GRID) emit_grid_loop(E, s);
@@ -876,14 +883,20 @@ static void emit_loop(CgEmit *E, const IlirStmt *s) {
   cg_loop_open(E, &L, lo, hi, var_name(s->var));
   LLVMValueRef outer_level = E->level;
   const IlirBlock *outer_body = E->level_body;
-  if (s->loop == ILIR_LOOP_LEVELS) E->level = L.iv, E->level_body = &s->body;
+  if (s->loop == ILIR_LOOP_LEVELS)
+    E->level = L.iv, E->level_body = &s->body, E->synced_after = NULL;
   if (cg_bind_var(E, s->var, L.iv)) {
     if (s->loop == ILIR_LOOP_NODES && E->tgt->kind == CG_TARGET_CPU) prefetch_next_rows(E, s, L.iv);
     emit_block(E, &s->body);
   }
   E->level = outer_level, E->level_body = outer_body;
-  if (s->loop == ILIR_LOOP_LEVELS && !E->failed)
-    cg_emit_barrier(E, grid_level(E) ? NULL : barrier_skippable(E, L.iv));
+  if (s->loop == ILIR_LOOP_LEVELS && !E->failed) {
+    LLVMValueRef skip = grid_level(E) ? NULL : barrier_skippable(E, L.iv);
+    /* a level that ends with a tile after whose barrier nothing ran (CgEmit) */
+    if (skip && s->body.n > 0 && E->synced_after == s->body.stmts[s->body.n - 1])
+      skip = LLVMBuildOr(E->b, skip, E->synced_when, "synced");
+    cg_emit_barrier(E, skip);
+  }
   LLVMBasicBlockRef latch = cg_loop_close(E, &L);
   if (!E->failed) cg_loop_hints(E, latch, s->loop == ILIR_LOOP_VECTOR, interleave_count(E, s), true);
   if (s->loop == ILIR_LOOP_PARALLEL && !E->failed) cg_emit_barrier(E, NULL);

@@ -24,6 +24,12 @@ typedef struct {
   LLVMValueRef level; /* the innermost LEVELS loop's index; NULL outside the levels */
   const IlirBlock *level_body; /* and its body (a GRID loop that ends it: emit_grid_loop) */
   bool warp_team; /* inside a NODE_WARP loop: THREAD / WARP loops are the warp's */
+  /* The register tile of a level body after which, when [synced_when] holds
+   * (the same on every thread), the team just met at a barrier: a barrier
+   * right after it — the next tile's before its products, the level's end —
+   * has nothing to wait for and is left out then (cg_tile.c). */
+  const IlirStmt *synced_after;
+  LLVMValueRef synced_when;
   const CgProfile *prof;    /* NULL: no instrumentation (codegen.h, "profiling") */
   LLVMValueRef prof_counters;
   bool failed;
@@ -71,6 +77,8 @@ void cg_emit_barrier(CgEmit *E, LLVMValueRef skip);
 /* The panel width of a PACKED copy (ilir.h, PACKED-PANELS). */
 long cg_pack_panel(const IlirPack *pk);
 
+/* Is [s] the statement right after [prev] in the level body being emitted? */
+bool cg_follows(const CgEmit *E, const IlirStmt *prev, const IlirStmt *s);
 /* The register-tiled product [s] (cg_tile.c). */
 void cg_emit_tiled(CgEmit *E, const IlirStmt *s);
 /* Prefetches the block [from, from + count) of the gathered rows the

@@ -645,7 +645,10 @@ void cg_emit_tiled(CgEmit *E, const IlirStmt *s) {
     cg_thread_share(E, &nlo, &nhi);
     lo = LLVMBuildSelect(E->b, by_outs, lo, nlo, "");
     hi = LLVMBuildSelect(E->b, by_outs, hi, nhi, "");
-    cg_emit_barrier(E, LLVMBuildNot(E->b, by_outs, ""));
+    LLVMValueRef skip = LLVMBuildNot(E->b, by_outs, "");
+    if (E->synced_after && cg_follows(E, E->synced_after, s)) /* just met (CgEmit) */
+      skip = LLVMBuildOr(E->b, skip, E->synced_when, "synced");
+    cg_emit_barrier(E, skip);
   }
   const struct { long from, to; int iv, vl; } seg[3] = {
       {0, full, iv, vl}, {full, vec, 1, vl}, {vec, T.I, 1, 1}};
@@ -672,8 +675,12 @@ void cg_emit_tiled(CgEmit *E, const IlirStmt *s) {
     cg_loop_close_by(E, &Li, width);
   }
   if (E->failed) return;
-  if (s->loop == ILIR_LOOP_NODES && !E->level) cg_emit_barrier(E, NULL); /* a prologue */
-  else if (by_outs) cg_emit_barrier(E, LLVMBuildNot(E->b, by_outs, ""));
+  if (s->loop == ILIR_LOOP_NODES && !E->level) {
+    cg_emit_barrier(E, NULL); /* a prologue */
+  } else if (by_outs) {
+    cg_emit_barrier(E, LLVMBuildNot(E->b, by_outs, ""));
+    E->synced_after = s, E->synced_when = by_outs;
+  }
   E->vars[s->var->id] = NULL;
   for (int p = 0; p < T.nprod; p++) E->vars[T.prod[p].loop->var->id] = NULL;
 }
