@@ -550,8 +550,9 @@ static void pack_blocks(CgEmit *E, CgTile *T, LLVMValueRef i0, long width, int v
  * every segment of H outputs in the tiles and in the elementwise nodes
  * loops, which then ran over all the level's nodes — kept those on one
  * core, and changed nothing measurable: treegru H=512 B=10, two threads on
- * the Zen 5 (a cache line 450-520 ns there and back), 1.045x the time, median of 9 alternating rounds
- * (0.95-1.30), every region of the profile as before. Nor did prefetching
+ * the Zen 5 (a cache line 450-520 ns there and back), 1.045x the time,
+ * median of 9 alternating rounds (0.95-1.30), every region of the profile
+ * as before. Nor did prefetching
  * all the level's rows of x right after the barrier (1.02-1.09x), nor
  * scratch rows per node instead of per level (1.00-1.02x). */
 static LLVMValueRef split_by_outputs(CgEmit *E, LLVMValueRef lo, LLVMValueRef hi, int nb,

@@ -474,7 +474,7 @@ typedef struct {
   void **bufs;
   int64_t tid, nthreads, nodes;
   pthread_barrier_t *barrier;
-  int64_t levels; /* 0: LV */
+  int64_t levels;
 } Member;
 
 static atomic_int barrier_calls; /* by every thread of run_team's teams */
@@ -486,24 +486,29 @@ static void member_barrier(void *ctx) {
 
 static void *member_main(void *arg) {
   const Member *m = arg;
-  m->fn(m->bufs, m->nodes, m->levels ? m->levels : LV, m->tid, m->nthreads, member_barrier,
-        m->barrier);
+  m->fn(m->bufs, m->nodes, m->levels, m->tid, m->nthreads, member_barrier, m->barrier);
   return NULL;
 }
 
-/* Runs [fn] over [nodes] nodes on [nthreads] threads (the caller one of
- * them). */
-static void run_team_nodes(CgKernelFn fn, void **bufs, int nthreads, int64_t nodes) {
+/* Runs [fn] over [nodes] nodes in [levels] levels on [nthreads] threads
+ * (the caller one of them). */
+static void run_team_levels(CgKernelFn fn, void **bufs, int nthreads, int64_t nodes,
+                            int64_t levels) {
   pthread_barrier_t barrier;
   pthread_barrier_init(&barrier, NULL, (unsigned)nthreads);
   Member m[MAXT];
   pthread_t th[MAXT];
-  for (int i = 0; i < nthreads; i++) m[i] = (Member){fn, bufs, i, nthreads, nodes, &barrier, LV};
+  for (int i = 0; i < nthreads; i++)
+    m[i] = (Member){fn, bufs, i, nthreads, nodes, &barrier, levels};
   for (int i = 1; i < nthreads; i++)
     ck_assert_int_eq(pthread_create(&th[i], NULL, member_main, &m[i]), 0);
   member_main(&m[0]);
   for (int i = 1; i < nthreads; i++) pthread_join(th[i], NULL);
   pthread_barrier_destroy(&barrier);
+}
+
+static void run_team_nodes(CgKernelFn fn, void **bufs, int nthreads, int64_t nodes) {
+  run_team_levels(fn, bufs, nthreads, nodes, LV);
 }
 
 static void run_team(CgKernelFn fn, void **bufs, int nthreads) {
@@ -745,16 +750,7 @@ START_TEST(tiles_share_barriers) {
   for (int nt = 1; nt <= MAXT; nt++) {
     memset(o2, 0, sizeof o2);
     atomic_store(&barrier_calls, 0);
-    Member m[MAXT];
-    pthread_t th[MAXT];
-    pthread_barrier_t barrier;
-    pthread_barrier_init(&barrier, NULL, (unsigned)nt);
-    for (int i = 0; i < nt; i++) m[i] = (Member){fn, bufs, i, nt, NODES, &barrier, LEVELS};
-    for (int i = 1; i < nt; i++)
-      ck_assert_int_eq(pthread_create(&th[i], NULL, member_main, &m[i]), 0);
-    member_main(&m[0]);
-    for (int i = 1; i < nt; i++) pthread_join(th[i], NULL);
-    pthread_barrier_destroy(&barrier);
+    run_team_levels(fn, bufs, nt, NODES, LEVELS);
     int calls = atomic_load(&barrier_calls);
     ck_assert_int_eq(calls, nt > 1 ? nt * 3 * LEVELS : 0);
     for (int n = 0; n < NODES; n++)
