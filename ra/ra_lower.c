@@ -393,6 +393,25 @@ static RaExpr *lower_call(RaBuilder *B, const AstExpr *e, int field, RaExpr **id
 
 /* ---- subscripts, members, concatenation ---------------------------------------- */
 
+/* [x] reads a word id (a per-node i32 input) somewhere. */
+static bool reads_word(const RaBuilder *B, const RaExpr *x) {
+  if (!x) return false;
+  if (x->kind == RA_READ && x->src == RA_SRC_INPUT && B->p->inputs[x->index].is_int) return true;
+  for (int i = 0; x->kind == RA_READ && i < x->nidx; i++)
+    if (reads_word(B, x->idx[i])) return true;
+  return reads_word(B, x->a) || reads_word(B, x->b) || reads_word(B, x->c);
+}
+
+/* [x], or the word id read by the scalar operator [x] reads (`let w =
+ * words[n]`): the id itself, which the input's validation can bound. */
+static RaExpr *word_id(RaBuilder *B, RaExpr *x) {
+  if (x->kind != RA_READ || x->src != RA_SRC_OP || x->nidx != 0) return x;
+  const RaOp *op = B->ops.items[x->index];
+  const RaExpr *y = op->body;
+  bool word = y && y->kind == RA_READ && y->src == RA_SRC_INPUT && B->p->inputs[y->index].is_int;
+  return word ? op->body : x;
+}
+
 /* The index of [base] for `base[subs]` at [idx]: a plain subscript fixes an
  * axis, a slice shifts an output axis, missing trailing axes pass through. */
 static RaExpr *lower_index(RaBuilder *B, const AstExpr *e, RaExpr **idx) {
@@ -405,13 +424,24 @@ static RaExpr *lower_index(RaBuilder *B, const AstExpr *e, RaExpr **idx) {
   for (int a = 0; a < rank; a++) {
     const AstSubscript *s = a + first < e->u.index.nsubs ? &e->u.index.subs[a + first] : NULL;
     if (s && !s->is_slice) {
-      v[a] = ra_lower(B, s->index, NULL);
+      v[a] = word_id(B, ra_lower(B, s->index, NULL));
       const RaExpr *x = v[a];
-      if (x->kind == RA_READ && x->src == RA_SRC_INPUT && B->p->inputs[x->index].is_int &&
-          !in && base->kind == AST_NAME) { /* a word id selects a row: bound it */
+      bool word = x->kind == RA_READ && x->src == RA_SRC_INPUT && B->p->inputs[x->index].is_int;
+      if (word && in) {
+        ctx_diag_error(B->diag, s->index->span, "a per-node input's values are selected by "
+                       "constants, index variables or slices, not by a word id");
+        return failed(B);
+      }
+      if (word) { /* a word id selects a row: the input's validation bounds it */
         RaInput *w = &B->p->inputs[x->index];
-        const SemaType *bt = ra_type(B, base);
-        if (w->bound == 0 || bt->dims[a] < w->bound) w->bound = bt->dims[a];
+        long len = in ? in->row.dims[a] : ra_type(B, base)->dims[a];
+        if (w->bound == 0 || len < w->bound) w->bound = len;
+      } else if (reads_word(B, x)) {
+        /* The input's validation bounds the ids it reads, not values computed
+         * from them: words[n] + 1 could reach a row past the last. */
+        ctx_diag_error(B->diag, s->index->span, "a row is selected by a per-node i32 input "
+                       "as read (Emb[words[n]]), not by a value computed from one");
+        return failed(B);
       }
     } else {
       RaExpr *lo = s && s->lo ? ra_lower(B, s->lo, NULL) : ra_const(B, 0);
