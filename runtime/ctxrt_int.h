@@ -177,10 +177,24 @@ CtxrtTeam *ctxrt__team_create(int64_t n);
 /* The threads of [team], the caller's included; 1 for NULL. */
 int64_t ctxrt__team_size(const CtxrtTeam *team);
 
-/* Runs [kernel] on every thread of [team] (NULL: on the caller alone) and
- * returns when all have finished. */
-void ctxrt__team_run(CtxrtTeam *team, CtxrtKernelFn kernel, void *const *bufs,
-                     int64_t num_nodes, int64_t num_levels);
+/* Work of the host's run on every thread of a team before the kernel
+ * (ctxrt__team_run): fn(arg, tid, nthreads, barrier, ctx), which may meet
+ * the team at barrier(ctx) — and must, before the kernel reads what it
+ * wrote. */
+typedef struct {
+  void (*fn)(void *arg, int64_t tid, int64_t nthreads, void (*barrier)(void *), void *ctx);
+  void *arg;
+} CtxrtPrelude;
+
+/* Runs [prelude] (NULL: none), then [kernel], on every thread of [team]
+ * (NULL: on the caller alone) and returns when all have finished. */
+void ctxrt__team_run(CtxrtTeam *team, const CtxrtPrelude *prelude, CtxrtKernelFn kernel,
+                     void *const *bufs, int64_t num_nodes, int64_t num_levels);
+
+/* The float value rows [w0, w1) of [lin] (new ids) from [f], which
+ * ctxrt_linear_fill left out under skip_val after checking every node's
+ * value count and setting has_val: rows of nodes without values zero. */
+void ctxrt__linear_val_rows(CtxrtLinear *lin, const CtxrtForest *f, int32_t w0, int32_t w1);
 
 /* The phases of [lin] on [nthreads] threads under unroll_recursion
  * [max_levels] (ctxrt_linearize.c, "phases"): barrier[l] = 1 where a barrier must follow

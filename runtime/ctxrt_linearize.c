@@ -305,30 +305,41 @@ static int32_t to_int(double x) {
   return (double)t == x ? t : CTXRT_NOT_INT;
 }
 
-/* Dense value rows in new-id order. Pointers are copied to restrict-qualified
+void ctxrt__linear_val_rows(CtxrtLinear *lin, const CtxrtForest *f, int32_t w0, int32_t w1) {
+  const int32_t *restrict vb = f->val_begin, *restrict to_input = lin->to_input;
+  const double *restrict val = f->val;
+  const unsigned char *restrict has = lin->has_val;
+  int32_t V = lin->num_values;
+  float *restrict fr = lin->val + (size_t)w0 * (size_t)V;
+  for (int32_t w = w0; w < w1; w++, fr += V) {
+    const double *restrict x = val + vb[to_input[w]];
+    if (has[w]) for (int32_t j = 0; j < V; j++) fr[j] = (float)x[j];
+    else memset(fr, 0, (size_t)V * sizeof *fr);
+  }
+}
+
+/* Dense value rows in new-id order: the value counts checked, has_val, the
+ * int32 rows unless skip_ival, the float rows unless skip_val
+ * (ctxrt__linear_val_rows). Pointers are copied to restrict-qualified
  * locals so the compiler need not reload them after every store. */
 static CtxrtStatus value_rows(CtxrtLinear *lin, const CtxrtForest *f, CtxrtError *err) {
   const int32_t *restrict vb = f->val_begin, *restrict to_input = lin->to_input;
   const double *restrict val = f->val;
-  float *restrict fr = lin->val;
   int32_t *restrict ir = lin->ival;
   unsigned char *restrict has = lin->has_val;
   int32_t n = lin->num_nodes, V = lin->num_values;
-  for (int32_t w = 0; w < n; w++, fr += V, ir += V) {
+  for (int32_t w = 0; w < n; w++, ir += V) {
     int32_t v = to_input[w], b = vb[v], c = vb[v + 1] - b;
     if (c != V && c != 0)
       return node_err(f, err, v, "expected %d values or none, found %d", (int)V, (int)c);
     has[w] = c != 0;
     const double *restrict x = val + b;
-    if (!lin->skip_val) {
-      if (c) for (int32_t j = 0; j < V; j++) fr[j] = (float)x[j];
-      else memset(fr, 0, (size_t)V * sizeof *fr);
-    }
     if (!lin->skip_ival) {
       if (c) for (int32_t j = 0; j < V; j++) ir[j] = to_int(x[j]);
       else memset(ir, 0, (size_t)V * sizeof *ir); /* to_int(0) */
     }
   }
+  if (!lin->skip_val) ctxrt__linear_val_rows(lin, f, 0, n);
   return CTXRT_OK;
 }
 

@@ -3,7 +3,8 @@
  *
  * A team of n threads is the caller (tid 0) and n - 1 workers created once.
  * A run writes the job's fields and then bumps the job number (release); the
- * workers, polling it (acquire), each call the kernel with their tid and
+ * workers, polling it (acquire), each call the job's prelude (the host's
+ * own work split over the team, if any) and the kernel with their tid and
  * count down `pending`, which the caller, after its own share, polls down to
  * zero. Between runs a worker polls for about SPIN_NS before it sleeps on a
  * condition variable (then the run wakes it): back-to-back inferences — a
@@ -43,7 +44,8 @@ struct CtxrtTeam {
   atomic_uint_fast64_t job;    /* bumped per run, after the job's fields */
   atomic_int_fast64_t pending; /* workers still running the job */
   atomic_bool quit;
-  CtxrtKernelFn kernel;   /* the job: written before job is bumped */
+  const CtxrtPrelude *prelude; /* the job: written before job is bumped */
+  CtxrtKernelFn kernel;
   void *const *bufs;
   int64_t num_nodes, num_levels;
   atomic_int_fast64_t arrived; /* threads at the barrier */
@@ -95,6 +97,7 @@ static void *worker_main(void *arg) {
   for (;;) {
     seen = next_job(t, seen);
     if (atomic_load_explicit(&t->quit, memory_order_acquire)) break;
+    if (t->prelude) t->prelude->fn(t->prelude->arg, w->tid, t->n, ctxrt__team_barrier, t);
     t->kernel(t->bufs, t->num_nodes, t->num_levels, w->tid, t->n, ctxrt__team_barrier, t);
     atomic_fetch_sub_explicit(&t->pending, 1, memory_order_release);
   }
@@ -139,19 +142,22 @@ int64_t ctxrt__team_size(const CtxrtTeam *t) { return t ? t->n : 1; }
 
 static void serial_barrier(void *ctx) { (void)ctx; }
 
-void ctxrt__team_run(CtxrtTeam *t, CtxrtKernelFn kernel, void *const *bufs,
-                     int64_t num_nodes, int64_t num_levels) {
+void ctxrt__team_run(CtxrtTeam *t, const CtxrtPrelude *prelude, CtxrtKernelFn kernel,
+                     void *const *bufs, int64_t num_nodes, int64_t num_levels) {
   if (!t || t->n == 1) {
+    if (prelude) prelude->fn(prelude->arg, 0, 1, serial_barrier, NULL);
     kernel(bufs, num_nodes, num_levels, 0, 1, serial_barrier, NULL);
     return;
   }
-  t->kernel = kernel; /* no worker reads these until the job number moves */
+  t->prelude = prelude; /* no worker reads these until the job number moves */
+  t->kernel = kernel;
   t->bufs = bufs;
   t->num_nodes = num_nodes;
   t->num_levels = num_levels;
   atomic_store_explicit(&t->pending, t->started, memory_order_relaxed);
   atomic_fetch_add_explicit(&t->job, 1, memory_order_release);
   wake_sleepers(t);
+  if (prelude) prelude->fn(prelude->arg, 0, t->n, ctxrt__team_barrier, t);
   kernel(bufs, num_nodes, num_levels, 0, t->n, ctxrt__team_barrier, t);
   for (int spin = 0; atomic_load_explicit(&t->pending, memory_order_acquire); spin++)
     if (spin >= SPINS) sched_yield();
