@@ -103,10 +103,12 @@ static bool reads_packed(const CgEmit *E, const IlirExpr *y) {
 /* Is [e] exactly `r * cols + j` — how the tiler reads a PACKED copy
  * (sched_apply.c tile_product)? */
 static bool packed_row_form(const IlirExpr *e, const IlirVar *r, const IlirVar *j, long cols) {
-  return e->kind == ILIR_BINARY && e->op == ILIR_ADD && e->a->kind == ILIR_BINARY &&
-         e->a->op == ILIR_MUL && e->a->a->kind == ILIR_VAR && e->a->a->var == r &&
-         e->a->b->kind == ILIR_CONST && e->a->b->ival == cols && e->b->kind == ILIR_VAR &&
-         e->b->var == j;
+  if (e->kind != ILIR_BINARY || e->op != ILIR_ADD || e->b->kind != ILIR_VAR || e->b->var != j)
+    return false;
+  const IlirExpr *rc = e->a; /* r * cols; just r for one column (the product folded) */
+  if (cols == 1 && rc->kind == ILIR_VAR) return rc->var == r;
+  return rc->kind == ILIR_BINARY && rc->op == ILIR_MUL && rc->a->kind == ILIR_VAR &&
+         rc->a->var == r && rc->b->kind == ILIR_CONST && rc->b->ival == cols;
 }
 
 
