@@ -287,27 +287,19 @@ static void lower_return(Lower *L, const RaStmt *s, CtxVec *out) {
   }
 }
 
-static bool returns(const RaBlock *b) {
-  for (int i = 0; i < b->n; i++) {
-    const RaStmt *s = b->stmts[i];
-    if (s->kind == RA_STMT_RETURN) return true;
-    if (s->kind == RA_STMT_IF && returns(&s->then) && returns(&s->els)) return true;
-  }
-  return false;
-}
+/* The statements that run after a block unless it returns: what follows
+ * its `if` in the enclosing block, then what follows that block's `if`, ... */
+typedef struct Cont {
+  RaStmt *const *stmts;
+  int n;
+  const struct Cont *next;
+} Cont;
 
-static void lower_stmts(Lower *L, RaStmt *const *stmts, int n, CtxVec *out);
-
-/* One branch of an `if`: its statements, then — unless it returns — the
- * statements that follow the `if`. */
-static IlirBlock branch(Lower *L, const RaBlock *b, RaStmt *const *rest, int nrest) {
-  CtxVec v = {0};
-  lower_stmts(L, b->stmts, b->n, &v);
-  if (!returns(b)) lower_stmts(L, rest, nrest, &v);
-  return to_block(v);
-}
-
-static void lower_stmts(Lower *L, RaStmt *const *stmts, int n, CtxVec *out) {
+/* [n] statements, then — unless they return — the continuation [k]. An
+ * `if` takes everything after it into both branches, each going on with
+ * what follows it: `if A { return x } else { if B { return y } }; return z`
+ * returns z where neither A nor B holds. */
+static void lower_stmts(Lower *L, RaStmt *const *stmts, int n, const Cont *k, CtxVec *out) {
   for (int i = 0; i < n; i++) {
     const RaStmt *s = stmts[i];
     if (s->kind == RA_STMT_OP) {
@@ -316,15 +308,20 @@ static void lower_stmts(Lower *L, RaStmt *const *stmts, int n, CtxVec *out) {
       lower_return(L, s, out);
       return;
     } else {
+      Cont after = {stmts + i + 1, n - i - 1, k};
       IlirStmt *st = CTX_NEW(L->a, IlirStmt);
       st->kind = ILIR_IF;
       st->cond = lower_i(L, s->cond);
-      st->then = branch(L, &s->then, stmts + i + 1, n - i - 1);
-      st->els = branch(L, &s->els, stmts + i + 1, n - i - 1);
+      CtxVec then = {0}, els = {0};
+      lower_stmts(L, s->then.stmts, s->then.n, &after, &then);
+      lower_stmts(L, s->els.stmts, s->els.n, &after, &els);
+      st->then = to_block(then);
+      st->els = to_block(els);
       ctx_vec_push(L->a, out, st);
       return; /* what follows went into both branches */
     }
   }
+  if (k) lower_stmts(L, k->stmts, k->n, k->next, out);
 }
 
 /* for l in levels { for n in level l { every function at n } } */
@@ -333,7 +330,7 @@ static IlirBlock level_loops(Lower *L) {
   for (int f = 0; f < L->p->nfuncs; f++) {
     L->fn = &L->p->funcs[f];
     L->vars = CTX_NEW_ARRAY(L->a, IlirVar *, L->fn->nvars + 1);
-    lower_stmts(L, L->fn->body.stmts, L->fn->body.n, &per_node);
+    lower_stmts(L, L->fn->body.stmts, L->fn->body.n, NULL, &per_node);
   }
   IlirVar *l = ilir_new_var(L->a, L->k, "l");
   IlirExpr *lx = ilir_var(L->a, l);
