@@ -536,6 +536,52 @@ static int rows_apart(const CtxrtLinear *lin, int32_t first, int32_t next, int32
   return 1;
 }
 
+/* Is level [l] a single node (the kernel then leaves out the barrier
+ * between it and a next single node: codegen's barrier_skippable)? */
+static int single(const CtxrtLinear *lin, int32_t l) {
+  return l >= lin->num_levels || lin->level_len[l] == 1;
+}
+
+/* The level of node [d] (binary search over level_start). */
+static int32_t level_of(const CtxrtLinear *lin, int32_t d) {
+  int32_t lo = 0, hi = lin->num_levels - 1;
+  while (lo < hi) {
+    int32_t mid = lo + (hi - lo + 1) / 2;
+    if (lin->level_start[mid] <= d) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+/* The barriers the kernel meets are those of [barrier] but the ones
+ * between two single-node levels, which it leaves out whatever the phases
+ * say. A phase ending at such a level then goes on into the next: a level
+ * of leaves shared by two threads, joined by a single parent, then that
+ * parent's single parent reading a leaf of the other thread, met no barrier
+ * at all. So every node's dependencies computed by another thread are
+ * checked against the barriers met; where none lies between, one is put at
+ * the last level end that the kernel keeps: before the node's level, or else
+ * after the dependency's (which has more than one node: a level of one runs
+ * on thread 0, as does a node reading across a kept-out barrier). */
+static void met_barriers(const CtxrtLinear *lin, int32_t nthreads, int32_t *barrier) {
+  int32_t L = lin->num_levels, K = lin->max_deps, synced = 0; /* levels below it are done */
+  for (int32_t m = 1; m < L; m++) {
+    if (barrier[m - 1] && !(single(lin, m - 1) && single(lin, m))) synced = m;
+    for (int32_t v = lin->level_start[m]; v < lin->level_start[m + 1]; v++) {
+      int32_t t = owner(lin, m, v, nthreads);
+      for (int32_t k = 0; k < lin->num_deps[v]; k++) {
+        int32_t d = lin->dep[(int64_t)v * K + k];
+        if (d < lin->level_start[synced]) continue;
+        int32_t j = level_of(lin, d);
+        if (owner(lin, j, d, nthreads) == t) continue;
+        int32_t b = single(lin, m - 1) && single(lin, m) ? j : m - 1;
+        barrier[b] = 1;
+        synced = b + 1;
+      }
+    }
+  }
+}
+
 void ctxrt__phases(const CtxrtLinear *lin, int32_t nthreads, int32_t max_levels,
                    int32_t *barrier) {
   int32_t L = lin->num_levels, first = 0;
@@ -548,6 +594,7 @@ void ctxrt__phases(const CtxrtLinear *lin, int32_t nthreads, int32_t max_levels,
     barrier[l] = !join;
     if (!join) first = next;
   }
+  if (nthreads > 1) met_barriers(lin, nthreads, barrier);
 }
 
 int32_t ctxrt__steps(const CtxrtLinear *lin, const int32_t *barrier) {
