@@ -169,19 +169,28 @@ static bool narrow(Bounds *B, const IlirExpr *cond, bool truth, VarRange *saved,
   if (cond->kind != ILIR_BINARY || cond->op < ILIR_LT || cond->op > ILIR_GE) return false;
   const IlirExpr *v = cond->a, *c = cond->b;
   int op = cond->op;
-  if (v->kind == ILIR_CONST && c->kind == ILIR_VAR) { /* c OP v: v OP' c */
+  if (v->kind == ILIR_CONST && c->kind != ILIR_CONST) { /* c OP v: v OP' c */
     const IlirExpr *t = v;
     v = c, c = t;
     op = op == ILIR_LT ? ILIR_GT : op == ILIR_LE ? ILIR_GE : op == ILIR_GT ? ILIR_LT : ILIR_LE;
   }
-  if (v->kind != ILIR_VAR || c->kind != ILIR_CONST || c->type != ILIR_I64) return false;
+  if (c->kind != ILIR_CONST || c->type != ILIR_I64) return false;
+  long off = 0; /* v + off OP c (a slice of a concatenation: i + 1 < 3) */
+  if (v->kind == ILIR_BINARY && (v->op == ILIR_ADD || v->op == ILIR_SUB)) {
+    const IlirExpr *x = v->a, *k = v->b;
+    if (v->op == ILIR_ADD && x->kind == ILIR_CONST) x = v->b, k = v->a;
+    if (k->kind != ILIR_CONST || k->type != ILIR_I64) return false;
+    off = v->op == ILIR_ADD ? k->ival : -k->ival;
+    v = x;
+  }
+  if (v->kind != ILIR_VAR) return false;
   VarRange *r = &B->vars[v->var->id];
   if (r->base != BASE_NONE) return false;
   if (!truth) /* not (v < c) is v >= c, ... */
     op = op == ILIR_LT ? ILIR_GE : op == ILIR_LE ? ILIR_GT : op == ILIR_GT ? ILIR_LE : ILIR_LT;
   *saved = *r;
   *var = v->var;
-  long k = c->ival;
+  long k = c->ival - off;
   if (op == ILIR_LT && r->hi > k - 1) r->hi = k - 1;
   if (op == ILIR_LE && r->hi > k) r->hi = k;
   if (op == ILIR_GT && r->lo < k + 1) r->lo = k + 1;

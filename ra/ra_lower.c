@@ -467,17 +467,21 @@ static RaExpr *lower_member(RaBuilder *B, const AstExpr *e, RaExpr **idx) {
 
 /* [a; b; ...]: the part that holds index idx[0]. */
 static RaExpr *lower_concat(RaBuilder *B, AstExpr *const *parts, int n, RaExpr **idx) {
-  long off[64], total = 0;
+  long off[64], len[64], total = 0;
   if (n > 64) {
     ra_unsupported(B, parts[0]->span, "a concatenation of more than 64 parts");
     return failed(B);
   }
+  int rank = 1; /* the result's: a scalar part is one element (sema_concat) */
   for (int i = 0; i < n; i++) {
+    const SemaType *t = ra_type(B, parts[i]);
+    bool scalar = t->kind != SEMA_TENSOR || t->rank == 0;
     off[i] = total;
-    total += ra_type(B, parts[i])->dims[0];
+    len[i] = scalar ? 1 : t->dims[0];
+    total += len[i];
+    if (!scalar && t->rank > rank) rank = t->rank;
   }
   RaExpr *v[RA_MAX_RANK], *result = NULL;
-  int rank = rank_of(B, parts[0]);
   for (int i = n - 1; i >= 0; i--) {
     memcpy(v, idx, sizeof(RaExpr *) * (size_t)rank);
     v[0] = offset(B, idx[0], ra_const(B, (double)-off[i]));
@@ -487,7 +491,7 @@ static RaExpr *lower_concat(RaBuilder *B, AstExpr *const *parts, int n, RaExpr *
       continue;
     }
     RaExpr *sel = new_expr(B, RA_SELECT);
-    sel->c = binary(B, RA_LT, idx[0], ra_const(B, (double)(off[i] + ra_type(B, parts[i])->dims[0])));
+    sel->c = binary(B, RA_LT, idx[0], ra_const(B, (double)(off[i] + len[i])));
     sel->a = part;
     sel->b = result;
     result = sel;
