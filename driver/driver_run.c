@@ -431,10 +431,7 @@ static int load_weights(CtxRun *r) {
     if (st == CTXRT_ERR_INVALID) note_fit(r);
   } else {
     st = ctxrt_weights_create(ps, p->nparams, &r->weights, &r->err);
-    if (st)
-      CTX_ICE(&r->s->diag, "default weights: %s", r->err.msg);
-    else
-      ctxrt_weights_init(r->weights, r->o->seed);
+    if (!st) ctxrt_weights_init(r->weights, r->o->seed); /* else out of memory: reported */
   }
   free(ps);
   if (st) return r->s->diag.ice ? -1 : (int)st;

@@ -47,7 +47,8 @@ SemaType *sema_resolve_type(Sema *S, Scope *scope, const AstType *t) {
     ctx_diag_error(S->diag, t->span, "a tensor may have at most %d axes", SEMA_MAX_RANK);
     return sema_error_type(S);
   }
-  long dims[SEMA_MAX_RANK];
+  long dims[SEMA_MAX_RANK] = {0}, count = 1;
+  bool huge = false;
   for (int i = 0; i < t->ndims; i++) {
     if (!sema_const_eval(S, scope, t->dims[i], &dims[i])) return sema_error_type(S);
     if (dims[i] <= 0) {
@@ -55,8 +56,16 @@ SemaType *sema_resolve_type(Sema *S, Scope *scope, const AstType *t) {
                      dims[i]);
       return sema_error_type(S);
     }
+    huge |= __builtin_mul_overflow(count, dims[i], &count) || count > SEMA_MAX_ELEMS;
   }
-  return sema_tensor_type(S, t->kind == AST_TYPE_F32 ? SEMA_F32 : SEMA_I32, t->ndims, dims);
+  SemaType *r = sema_tensor_type(S, t->kind == AST_TYPE_F32 ? SEMA_F32 : SEMA_I32, t->ndims,
+                                 dims);
+  if (huge) {
+    ctx_diag_error(S->diag, t->span, "%s has more than %ld elements, the most a tensor may "
+                   "hold", sema_type_str(S, r), (long)SEMA_MAX_ELEMS);
+    return sema_error_type(S);
+  }
+  return r;
 }
 
 /* Step 1: global names; the model declaration; `use`. */
