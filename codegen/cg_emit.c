@@ -956,6 +956,23 @@ static void add_attr(CgEmit *E, LLVMValueRef fn, unsigned index, const char *nam
 
 enum { TEAM_ARGS = 6 }; /* num_nodes, num_levels, tid, nthreads, barrier, barrier_ctx */
 
+enum { MAX_INLINED_BUFS = 64 }; /* body_function */
+
+/* The CPU kernel's function attributes: the widest vectors the host has
+ * (LLVM prefers 256 bits by default, even with AVX-512); divisions marked
+ * arcp (cg_math.c's quotients) as a reciprocal estimate and one Newton step,
+ * in vectors and scalars. */
+static void cpu_attrs(CgEmit *E, LLVMValueRef fn) {
+  static const char key[] = "prefer-vector-width", width[] = "512";
+  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                          LLVMCreateStringAttribute(E->ctx, key, sizeof key - 1, width,
+                                                    sizeof width - 1));
+  static const char rkey[] = "reciprocal-estimates", rval[] = "vec-divf:1,divf:1";
+  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                          LLVMCreateStringAttribute(E->ctx, rkey, sizeof rkey - 1, rval,
+                                                    sizeof rval - 1));
+}
+
 /* The internal body: (ptr noalias b0, ..., i64 num_nodes, i64 num_levels,
  * i64 tid, i64 nthreads, ptr barrier, ptr barrier_ctx). */
 static LLVMValueRef body_function(CgEmit *E) {
@@ -969,8 +986,15 @@ static LLVMValueRef body_function(CgEmit *E) {
   free(params);
   LLVMValueRef fn = LLVMAddFunction(E->mod, "ctx.kernel.body", ft);
   LLVMSetLinkage(fn, LLVMInternalLinkage);
-  add_attr(E, fn, LLVMAttributeFunctionIndex, "alwaysinline");
+  /* Inlined, each noalias buffer becomes a scope that every access lists
+   * the others of: a kernel of N buffers has accesses with N-scope lists,
+   * which the SLP vectorizer compares pairwise (a model of 200 chained lets
+   * took 3.9 s to compile, 1000 over a minute). Beyond MAX_INLINED_BUFS the
+   * body stays a function of its own: the noalias arguments say the same. */
+  bool inline_body = n <= MAX_INLINED_BUFS || E->tgt->kind != CG_TARGET_CPU;
+  add_attr(E, fn, LLVMAttributeFunctionIndex, inline_body ? "alwaysinline" : "noinline");
   add_attr(E, fn, LLVMAttributeFunctionIndex, "nounwind");
+  if (!inline_body) cpu_attrs(E, fn);
   for (int i = 0; i < n; i++) {
     bool writable = buf_writable(E->k->bufs[i].kind);
     if (!writable || !E->tgt->alias_writable) add_attr(E, fn, (unsigned)i + 1, "noalias");
@@ -986,18 +1010,7 @@ static void entry_function(CgEmit *E, LLVMValueRef body) {
   LLVMTypeRef ft = LLVMFunctionType(LLVMVoidTypeInContext(E->ctx), params, 1 + TEAM_ARGS, 0);
   LLVMValueRef fn = LLVMAddFunction(E->mod, E->k->name, ft);
   add_attr(E, fn, LLVMAttributeFunctionIndex, "nounwind");
-  /* Use the widest vectors the host has (LLVM prefers 256 bits by default,
-   * even with AVX-512). */
-  static const char key[] = "prefer-vector-width", width[] = "512";
-  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
-                          LLVMCreateStringAttribute(E->ctx, key, sizeof key - 1, width,
-                                                    sizeof width - 1));
-  /* divisions marked arcp (cg_math.c's quotients) as a reciprocal estimate
-   * and one Newton step, in vectors and scalars */
-  static const char rkey[] = "reciprocal-estimates", rval[] = "vec-divf:1,divf:1";
-  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
-                          LLVMCreateStringAttribute(E->ctx, rkey, sizeof rkey - 1, rval,
-                                                    sizeof rval - 1));
+  cpu_attrs(E, fn);
   LLVMPositionBuilderAtEnd(E->b, LLVMAppendBasicBlockInContext(E->ctx, fn, "entry"));
   LLVMValueRef *args = ctx_xmalloc(((size_t)n + TEAM_ARGS) * sizeof *args);
   for (int i = 0; i < n; i++) {
