@@ -109,6 +109,22 @@ static SemaType *child(Sema *S, Scope *scope, const AstExpr *e, SemaType *bt) {
   return sema_error_type(S);
 }
 
+/* Is [e] made of integers and dims alone (`K - 1`): a constant expression
+ * sema_const_eval takes without an error for what it is not? */
+static bool dims_only(Sema *S, Scope *scope, const AstExpr *e) {
+  switch (e->kind) {
+  case AST_NUMBER: return true;
+  case AST_NAME: {
+    Sym *s = sema_lookup(S, scope, e->u.name.id);
+    return s && (s->kind == SYM_DIM || s->kind == SYM_SHAPEVAR);
+  }
+  case AST_UNARY: return e->u.unary.op == AST_OP_NEG && dims_only(S, scope, e->u.unary.operand);
+  case AST_BINARY:
+    return dims_only(S, scope, e->u.binary.lhs) && dims_only(S, scope, e->u.binary.rhs);
+  default: return false;
+  }
+}
+
 static SemaType *child_access(Sema *S, Scope *scope, const AstExpr *e) {
   const AstExpr *mb = e->u.index.base;
   SemaType *bt = sema_expr(S, scope, mb->u.member.base);
@@ -125,7 +141,7 @@ static SemaType *child_access(Sema *S, Scope *scope, const AstExpr *e) {
   Sym *v = k->kind == AST_NAME ? sema_lookup(S, scope, k->u.name.id) : NULL;
   if (v && v->kind == SYM_CHILDVAR) return sema_node_type(S, SEMA_NODE_CHILD);
   long c;
-  if (k->kind == AST_NUMBER && sema_const_eval(S, scope, k, &c)) {
+  if (dims_only(S, scope, k) && sema_const_eval(S, scope, k, &c)) {
     if (c >= 0 && c < st->max_arity) return sema_node_type(S, SEMA_NODE_CHILD);
     ctx_diag_error(S->diag, k->span, "child index %ld is out of range: '%s' has at most %ld "
                    "%s", c, st->name, st->max_arity, want == SEMA_TREE ? "children" : "preds");
