@@ -53,7 +53,8 @@ typedef struct {
   CtxVec loop_copies; /* operators copying destructured fields out of a loop */
   bool probe_loop;    /* ra_lower.c: asking whether an expression uses the loop */
   int temps;          /* generated names */
-  CtxVec def_sigs;    /* pairs: a def's AstItem, its argument shapes (a string) */
+  CtxVec def_sigs;    /* triples: a def's AstItem, its argument shapes (a string), the
+                         first call with them (an AstExpr) */
   bool failed;
 } RaBuilder;
 

@@ -242,23 +242,28 @@ static bool same_shapes_as_before(RaBuilder *B, const AstItem *def, const AstExp
   CtxBuf sig;
   ctx_buf_init(&sig);
   for (int i = 0; i < call->u.call.nargs; i++) {
+    if (i) ctx_buf_puts(&sig, ", ");
     sema_print_type(&sig, ra_type(B, call->u.call.args[i]));
-    ctx_buf_putc(&sig, ';');
   }
   bool ok = true;
-  for (int i = 0; i + 1 < B->def_sigs.len; i += 2) {
+  for (int i = 0; i + 2 < B->def_sigs.len; i += 3) {
     if (B->def_sigs.items[i] != def) continue;
     ok = strcmp(B->def_sigs.items[i + 1], ctx_buf_str(&sig)) == 0;
-    if (!ok)
-      ctx_diag_error(B->diag, call->span, "'%s' is called with other argument shapes (%s) "
-                     "than before (%s); RA supports one set of shapes per def for now",
+    if (!ok) {
+      const AstExpr *first = B->def_sigs.items[i + 2];
+      ctx_diag_error(B->diag, call->span, "'%s' is called here with arguments (%s), and "
+                     "elsewhere with (%s): a def takes one set of shapes for now",
                      def->name.id, ctx_buf_str(&sig), (const char *)B->def_sigs.items[i + 1]);
+      ctx_diag_note(B->diag, first->span, "the call with (%s)",
+                    (const char *)B->def_sigs.items[i + 1]);
+    }
     ctx_buf_free(&sig);
     B->failed |= !ok;
     return ok;
   }
   ctx_vec_push(B->arena, &B->def_sigs, (void *)def);
   ctx_vec_push(B->arena, &B->def_sigs, ctx_arena_strdup(B->arena, ctx_buf_str(&sig)));
+  ctx_vec_push(B->arena, &B->def_sigs, (void *)call);
   ctx_buf_free(&sig);
   return true;
 }
