@@ -27,9 +27,13 @@ static SemaType *type_name(Sema *S, Scope *scope, const AstExpr *e) {
     ctx_diag_error(S->diag, e->span, "'%s' is the structure; use 'root(%s)' for its root",
                    id, id);
     break;
-  case SYM_INDEX: case SYM_CHILDVAR:
+  case SYM_INDEX:
     ctx_diag_error(S->diag, e->span, "index variable '%s' may only be used in a subscript",
                    id);
+    break;
+  case SYM_CHILDVAR: /* a child slot: x[k], nothing computed from it */
+    ctx_diag_error(S->diag, e->span, "child variable '%s' may only be a whole subscript, as "
+                   "'x[%s]' or 'n.child[%s]'", id, id, id);
     break;
   case SYM_REC: case SYM_DEF:
     ctx_diag_error(S->diag, e->span, "'%s' is a function; call it", id);
