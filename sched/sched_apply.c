@@ -1015,6 +1015,30 @@ static void dense_scratch(CtxArena *a, IlirKernel *k, const SchedPlan *plan) {
     if (dense[b]) k->bufs[b].kind = ILIR_BUF_LEVEL_SCRATCH;
 }
 
+static int tiles_in(const IlirBlock *b) {
+  int n = 0;
+  for (int i = 0; i < b->n; i++) {
+    const IlirStmt *s = b->stmts[i];
+    n += s->kind == ILIR_LOOP && s->tile_nodes > 0;
+    n += tiles_in(&s->body) + tiles_in(&s->then) + tiles_in(&s->els);
+  }
+  return n;
+}
+
+/* A schedule's `tile` that made no register tile at all says so, rather
+ * than leaving the kernel untiled without a word: a level product is tiled
+ * in the internal nodes' own loop, which `specialize leaf` makes. */
+static void warn_untiled(CtxDiag *diag, const SchedPlan *plan) {
+  const Schedule *sc = plan->schedule;
+  for (int i = 0; i < sc->ndirs; i++)
+    if (sc->dirs[i].verb == SCHED_TILE) {
+      ctx_diag_warning(diag, sc->dirs[i].span, "not applied: no product was tiled%s",
+                       plan->specialize_leaf ? "" : " (a level product is tiled in the "
+                       "internal nodes' own loop: add 'specialize leaf')");
+      return;
+    }
+}
+
 bool sched_apply(CtxArena *arena, CtxDiag *diag, IlirKernel *k, SchedPlan *plan) {
   if (plan->failed) return false;
   if (plan->specialize_leaf) specialize_leaf(arena, k);
@@ -1027,8 +1051,13 @@ bool sched_apply(CtxArena *arena, CtxDiag *diag, IlirKernel *k, SchedPlan *plan)
   if (plan->all_deps) sched_all_deps(arena, k);
   if (plan->schedule && !sched_schedule_loops(arena, diag, k, plan)) return false;
   if ((plan->tile_nodes > 0 && plan->tile_outs > 0) ||
-      (plan->row_tile_rows > 0 && plan->row_tile_outs > 0))
+      (plan->row_tile_rows > 0 && plan->row_tile_outs > 0)) {
     register_tile(arena, k, plan);
+    if (!tiles_in(&k->body)) { /* --dump=schedule then shows no tile */
+      if (plan->schedule) warn_untiled(diag, plan);
+      plan->tile_nodes = plan->tile_outs = 0;
+    }
+  }
   if (plan->fuse_epilogue) fuse_block(arena, k, &k->body);
   if (plan->share_weights) sched_share_weights(arena, k);
   if (plan->nparallel && !sched_schedule_shares(arena, diag, k, plan)) return false;
