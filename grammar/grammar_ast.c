@@ -175,3 +175,113 @@ void ast_dump_tokens(CtxBuf *out, CtxDiag *diag, int file) {
   }
   ctx_arena_free(arena);
 }
+
+/* ---- copies --------------------------------------------------------------- */
+
+static AstExpr *clone_expr(CtxArena *a, const AstExpr *e);
+
+static AstExpr **clone_exprs(CtxArena *a, AstExpr *const *es, int n) {
+  AstExpr **r = CTX_NEW_ARRAY(a, AstExpr *, n > 0 ? n : 1);
+  for (int i = 0; i < n; i++) r[i] = clone_expr(a, es[i]);
+  return r;
+}
+
+static AstExpr *clone_expr(CtxArena *a, const AstExpr *e) {
+  if (!e) return NULL;
+  AstExpr *r = CTX_NEW(a, AstExpr);
+  *r = *e;
+  switch (e->kind) {
+  case AST_UNARY: r->u.unary.operand = clone_expr(a, e->u.unary.operand); break;
+  case AST_BINARY:
+    r->u.binary.lhs = clone_expr(a, e->u.binary.lhs);
+    r->u.binary.rhs = clone_expr(a, e->u.binary.rhs);
+    break;
+  case AST_CALL: r->u.call.args = clone_exprs(a, e->u.call.args, e->u.call.nargs); break;
+  case AST_INDEX:
+    r->u.index.base = clone_expr(a, e->u.index.base);
+    r->u.index.subs = CTX_NEW_ARRAY(a, AstSubscript, e->u.index.nsubs > 0 ? e->u.index.nsubs : 1);
+    for (int i = 0; i < e->u.index.nsubs; i++) {
+      const AstSubscript *s = &e->u.index.subs[i];
+      r->u.index.subs[i] = *s;
+      r->u.index.subs[i].lo = clone_expr(a, s->lo);
+      r->u.index.subs[i].hi = clone_expr(a, s->hi);
+      r->u.index.subs[i].index = clone_expr(a, s->index);
+    }
+    break;
+  case AST_MEMBER: r->u.member.base = clone_expr(a, e->u.member.base); break;
+  case AST_TUPLE: case AST_CONCAT:
+    r->u.list.elems = clone_exprs(a, e->u.list.elems, e->u.list.n);
+    break;
+  case AST_REDUCE:
+    r->u.reduce.range = clone_expr(a, e->u.reduce.range);
+    r->u.reduce.body = clone_expr(a, e->u.reduce.body);
+    break;
+  default: break; /* numbers, names, errors: nothing below */
+  }
+  return r;
+}
+
+static AstType *clone_type(CtxArena *a, const AstType *t) {
+  if (!t) return NULL;
+  AstType *r = CTX_NEW(a, AstType);
+  *r = *t;
+  r->dims = clone_exprs(a, t->dims, t->ndims);
+  r->arity = clone_expr(a, t->arity);
+  r->fields = CTX_NEW_ARRAY(a, AstField, t->nfields > 0 ? t->nfields : 1);
+  for (int i = 0; i < t->nfields; i++) {
+    r->fields[i] = t->fields[i];
+    r->fields[i].type = clone_type(a, t->fields[i].type);
+  }
+  return r;
+}
+
+static AstBlock clone_block(CtxArena *a, const AstBlock *b);
+
+static AstStmt *clone_stmt(CtxArena *a, const AstStmt *s) {
+  AstStmt *r = CTX_NEW(a, AstStmt);
+  *r = *s;
+  switch (s->kind) {
+  case AST_LET: /* the names too: sema keys an index-form let's extents on them */
+    r->u.let.names = CTX_NEW_ARRAY(a, AstIdent, s->u.let.nnames > 0 ? s->u.let.nnames : 1);
+    for (int i = 0; i < s->u.let.nnames; i++) r->u.let.names[i] = s->u.let.names[i];
+    r->u.let.idx = CTX_NEW_ARRAY(a, AstIdent, s->u.let.nidx > 0 ? s->u.let.nidx : 1);
+    for (int i = 0; i < s->u.let.nidx; i++) r->u.let.idx[i] = s->u.let.idx[i];
+    r->u.let.value = clone_expr(a, s->u.let.value);
+    break;
+  case AST_IF:
+    r->u.if_.cond = clone_expr(a, s->u.if_.cond);
+    r->u.if_.then = clone_block(a, &s->u.if_.then);
+    if (s->u.if_.els) {
+      r->u.if_.els = CTX_NEW(a, AstBlock);
+      *r->u.if_.els = clone_block(a, s->u.if_.els);
+    }
+    break;
+  case AST_RETURN: r->u.ret.value = clone_expr(a, s->u.ret.value); break;
+  case AST_FOR:
+    r->u.for_.range = clone_expr(a, s->u.for_.range);
+    r->u.for_.body = clone_block(a, &s->u.for_.body);
+    break;
+  }
+  return r;
+}
+
+static AstBlock clone_block(CtxArena *a, const AstBlock *b) {
+  AstBlock r = *b;
+  r.stmts = CTX_NEW_ARRAY(a, AstStmt *, b->n > 0 ? b->n : 1);
+  for (int i = 0; i < b->n; i++) r.stmts[i] = clone_stmt(a, b->stmts[i]);
+  return r;
+}
+
+AstItem *ast_clone_item(CtxArena *a, const AstItem *it) {
+  AstItem *r = CTX_NEW(a, AstItem);
+  *r = *it;
+  r->value = clone_expr(a, it->value);
+  r->type = clone_type(a, it->type);
+  r->params = CTX_NEW_ARRAY(a, AstField, it->nparams > 0 ? it->nparams : 1);
+  for (int i = 0; i < it->nparams; i++) {
+    r->params[i] = it->params[i];
+    r->params[i].type = clone_type(a, it->params[i].type);
+  }
+  r->body = clone_block(a, &it->body);
+  return r;
+}

@@ -328,7 +328,8 @@ static const AstExpr *inline_def(RaBuilder *B, const AstItem *def, const AstExpr
                                  RaBinding **scope) {
   if (!same_shapes_as_before(B, def, call)) return NULL;
   /* A def of the model sees the model's dims; an imported one sees nothing. */
-  bool imported = false;
+  const SemaInstance *copy = sema_instance_of(B->m, call);
+  bool imported = copy && copy->imported;
   for (int i = 0; i < B->m->nfuncs; i++)
     if (B->m->funcs[i].item == def) imported = B->m->funcs[i].imported;
   RaBinding *env = bind_shape_vars(B, imported ? NULL : B->globals, def, call);
@@ -386,7 +387,8 @@ static RaExpr *lower_call(RaBuilder *B, const AstExpr *e, int field, RaExpr **id
     x->dep = ra_node_dep(B, e->u.call.args[0]);
     return x->dep ? x : failed(B);
   }
-  const AstItem *def = def_item(B, f);
+  const SemaInstance *copy = sema_instance_of(B->m, e); /* other shapes: sema's copy */
+  const AstItem *def = copy ? copy->item : def_item(B, f);
   if (def) {
     RaBinding *scope = NULL;
     const AstExpr *ret = inline_def(B, def, e, &scope);

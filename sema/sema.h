@@ -76,6 +76,18 @@ typedef struct {
   SemaType *result;    /* NULL for a def whose result uses shape variables */
 } SemaFunc;
 
+/* A call of a def with argument shapes other than those its first call
+ * gave: sema typed a copy of the def's item for them (ast_clone_item), which
+ * this call lowers instead of the def's own item (one copy per set of
+ * shapes, shared by the calls with them). */
+typedef struct {
+  const AstExpr *call;
+  const AstItem *def;  /* the def's own item */
+  const AstItem *item; /* the copy typed for this call's shapes */
+  const char *shapes;  /* those shapes, as sema prints them */
+  bool imported;       /* the def's SemaFunc.imported */
+} SemaInstance;
+
 /* A command-line override `-D NAME=VALUE`. */
 typedef struct { const char *name; long value; } SemaDefine;
 
@@ -88,11 +100,16 @@ typedef struct {
   SemaInput *inputs; int ninputs;
   SemaParam *params; int nparams;
   SemaFunc *funcs; int nfuncs;
+  SemaInstance *instances; int ninstances;
   const AstExpr *output;   /* the output expression */
   const SemaFunc *output_func;
   SemaType *output_type;
   SemaTable *types;
 } SemaModel;
+
+/* The copy of a def that the call [call] lowers, or NULL when it lowers the
+ * def's own item. */
+const SemaInstance *sema_instance_of(const SemaModel *m, const AstExpr *call);
 
 /* Checks the model in [files] with the overrides [defines]. files[0] is the
  * model file; files[1..] are the files it imports, directly or not, already

@@ -137,8 +137,33 @@ static bool bind_param(Sema *S, Scope *vars, const AstField *p, const AstExpr *a
   return ok;
 }
 
+/* The argument types of a call, as one string (a def's instance key). */
+static const char *arg_shapes(Sema *S, SemaType **args, int n) {
+  CtxBuf b;
+  ctx_buf_init(&b);
+  for (int i = 0; i < n; i++) {
+    if (i) ctx_buf_puts(&b, ", ");
+    sema_print_type(&b, args[i]);
+  }
+  const char *r = ctx_arena_strdup(S->arena, ctx_buf_str(&b));
+  ctx_buf_free(&b);
+  return r;
+}
+
+/* The copy of [f]'s item typed for the argument shapes [shapes], made and
+ * checked by instantiate; NULL for the first shapes (the item itself). */
+static const AstItem *instance_for(Sema *S, const Sym *f, const char *shapes) {
+  for (int i = 0; i < S->m->ninstances; i++) {
+    const SemaInstance *in = &S->m->instances[i];
+    if (in->def == f->item && strcmp(in->shapes, shapes) == 0) return in->item;
+  }
+  return NULL;
+}
+
 /* Binds the parameters of [f] to the argument types [args] and checks its
- * body at the first call; returns the result type. */
+ * body once per set of argument shapes: the first on the def's own item, any
+ * other on a copy of it with types of its own, which the call [e] then names
+ * (SemaModel.instances); returns the result type. */
 static SemaType *instantiate(Sema *S, const AstExpr *e, Sym *f, SemaType **args) {
   const AstItem *it = f->item;
   Scope *vars = CTX_NEW(S->arena, Scope);
@@ -146,14 +171,42 @@ static SemaType *instantiate(Sema *S, const AstExpr *e, Sym *f, SemaType **args)
   for (int i = 0; i < it->nparams; i++)
     ok &= bind_param(S, vars, &it->params[i], e->u.call.args[i], args[i]);
   if (!ok) return sema_error_type(S);
-  SemaType *result = f->type ? f->type : sema_resolve_type(S, vars, it->type);
   if (f->active) {
     ctx_diag_error(S->diag, e->span, "def '%s' calls itself; only rec functions may recurse",
                    f->name);
     return sema_error_type(S);
   }
+  const char *shapes = arg_shapes(S, args, it->nparams);
+  if (f->checked && f->shapes && strcmp(shapes, f->shapes) != 0) { /* other shapes: a copy */
+    const AstItem *copy = instance_for(S, f, shapes);
+    bool fresh = !copy;
+    if (fresh) copy = ast_clone_item(S->arena, it);
+    SemaType *result = f->type ? f->type : sema_resolve_type(S, vars, copy->type);
+    if (result->kind == SEMA_ERROR) return result;
+    if (S->m->ninstances == S->ninstances_cap) {
+      S->ninstances_cap = S->ninstances_cap ? 2 * S->ninstances_cap : 8;
+      SemaInstance *grown = CTX_NEW_ARRAY(S->arena, SemaInstance, S->ninstances_cap);
+      if (S->m->ninstances)
+        memcpy(grown, S->m->instances, sizeof *grown * (size_t)S->m->ninstances);
+      S->m->instances = grown;
+    }
+    S->m->instances[S->m->ninstances++] =
+        (SemaInstance){e, it, copy, shapes, f->imported};
+    if (fresh) {
+      f->active = true;
+      for (int i = 0; i < it->nparams; i++) {
+        Sym *p = sema_bind(S, vars, copy->params[i].name, copy->params[i].name_span, SYM_LOCAL);
+        if (p) p->type = args[i];
+      }
+      sema_function_body(S, vars, copy, result);
+      f->active = false;
+    }
+    return result;
+  }
+  SemaType *result = f->type ? f->type : sema_resolve_type(S, vars, it->type);
   if (!f->checked && result->kind != SEMA_ERROR) {
     f->checked = f->active = true;
+    f->shapes = shapes;
     for (int i = 0; i < it->nparams; i++) {
       Sym *p = sema_bind(S, vars, it->params[i].name, it->params[i].name_span, SYM_LOCAL);
       if (p) p->type = args[i];
@@ -283,4 +336,10 @@ void sema_function_body(Sema *S, Scope *params, const AstItem *fn, SemaType *res
   S->in_rec = saved.in_rec;
   S->node_name = saved.node_name;
   S->in_output = saved.in_output;
+}
+
+const SemaInstance *sema_instance_of(const SemaModel *m, const AstExpr *call) {
+  for (int i = 0; i < m->ninstances; i++)
+    if (m->instances[i].call == call) return &m->instances[i];
+  return NULL;
 }

@@ -31,6 +31,7 @@ struct Sym {
   bool active;        /* SYM_DEF: its body is being checked */
   bool checked;       /* SYM_DEF: its body was checked once */
   bool imported;      /* SYM_DEF: defined in an imported file (files[1..]) */
+  const char *shapes; /* SYM_DEF: the argument shapes its own item was checked with */
   Sym *next;
 };
 
@@ -56,6 +57,7 @@ typedef struct {
   const char *node_name; /* rec: the name n of (n: t) */
   bool in_output;
   bool in_for;           /* checking the body of a `for` loop */
+  int ninstances_cap;    /* m->instances' room */
 } Sema;
 
 /* sema_type.c */
