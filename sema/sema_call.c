@@ -160,6 +160,16 @@ static const AstItem *instance_for(Sema *S, const Sym *f, const char *shapes) {
   return NULL;
 }
 
+static void add_instance(Sema *S, SemaInstance in) {
+  if (S->m->ninstances == S->ninstances_cap) {
+    S->ninstances_cap = S->ninstances_cap ? 2 * S->ninstances_cap : 8;
+    SemaInstance *grown = CTX_NEW_ARRAY(S->arena, SemaInstance, S->ninstances_cap);
+    if (S->m->ninstances) memcpy(grown, S->m->instances, sizeof *grown * (size_t)S->m->ninstances);
+    S->m->instances = grown;
+  }
+  S->m->instances[S->m->ninstances++] = in;
+}
+
 /* Binds the parameters of [f] to the argument types [args] and checks its
  * body once per set of argument shapes: the first on the def's own item, any
  * other on a copy of it with types of its own, which the call [e] then names
@@ -177,41 +187,28 @@ static SemaType *instantiate(Sema *S, const AstExpr *e, Sym *f, SemaType **args)
     return sema_error_type(S);
   }
   const char *shapes = arg_shapes(S, args, it->nparams);
-  if (f->checked && f->shapes && strcmp(shapes, f->shapes) != 0) { /* other shapes: a copy */
-    const AstItem *copy = instance_for(S, f, shapes);
-    bool fresh = !copy;
-    if (fresh) copy = ast_clone_item(S->arena, it);
-    SemaType *result = f->type ? f->type : sema_resolve_type(S, vars, copy->type);
-    if (result->kind == SEMA_ERROR) return result;
-    if (S->m->ninstances == S->ninstances_cap) {
-      S->ninstances_cap = S->ninstances_cap ? 2 * S->ninstances_cap : 8;
-      SemaInstance *grown = CTX_NEW_ARRAY(S->arena, SemaInstance, S->ninstances_cap);
-      if (S->m->ninstances)
-        memcpy(grown, S->m->instances, sizeof *grown * (size_t)S->m->ninstances);
-      S->m->instances = grown;
-    }
-    S->m->instances[S->m->ninstances++] =
-        (SemaInstance){e, it, copy, shapes, f->imported};
-    if (fresh) {
-      f->active = true;
-      for (int i = 0; i < it->nparams; i++) {
-        Sym *p = sema_bind(S, vars, copy->params[i].name, copy->params[i].name_span, SYM_LOCAL);
-        if (p) p->type = args[i];
-      }
-      sema_function_body(S, vars, copy, result);
-      f->active = false;
-    }
-    return result;
+  const AstItem *item = it; /* the def's own, or its copy for other shapes */
+  bool fresh = !f->checked;
+  if (f->checked && f->shapes && strcmp(shapes, f->shapes) != 0) {
+    item = instance_for(S, f, shapes);
+    fresh = !item;
+    if (fresh) item = ast_clone_item(S->arena, it);
   }
-  SemaType *result = f->type ? f->type : sema_resolve_type(S, vars, it->type);
-  if (!f->checked && result->kind != SEMA_ERROR) {
-    f->checked = f->active = true;
+  SemaType *result = f->type ? f->type : sema_resolve_type(S, vars, item->type);
+  if (result->kind == SEMA_ERROR) return result;
+  if (item != it) {
+    add_instance(S, (SemaInstance){e, it, item, shapes, f->imported});
+  } else if (fresh) {
+    f->checked = true;
     f->shapes = shapes;
+  }
+  if (fresh) {
+    f->active = true;
     for (int i = 0; i < it->nparams; i++) {
-      Sym *p = sema_bind(S, vars, it->params[i].name, it->params[i].name_span, SYM_LOCAL);
+      Sym *p = sema_bind(S, vars, item->params[i].name, item->params[i].name_span, SYM_LOCAL);
       if (p) p->type = args[i];
     }
-    sema_function_body(S, vars, it, result);
+    sema_function_body(S, vars, item, result);
     f->active = false;
   }
   return result;
