@@ -37,6 +37,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <unistd.h>
 
 #ifndef CTX_SOURCE_DIR
 #define CTX_SOURCE_DIR "." /* set by driver/CMakeLists.txt */
@@ -417,6 +418,26 @@ static void note_fit(CtxRun *r) {
   ctx_buf_free(&b);
 }
 
+/* Do the default weights of [ps] fit this machine's memory? Else says so
+ * (a system that overcommits would hand out the memory and then stop the
+ * process as it is written). */
+static bool weights_fit(CtxRun *r, const CtxrtParam *ps, int n) {
+  double bytes = 0;
+  for (int k = 0; k < n; k++) {
+    double numel = 1;
+    for (int d = 0; d < ps[k].ndim; d++) numel *= (double)ps[k].shape[d];
+    bytes += numel * sizeof(float);
+  }
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  double have = pages > 0 && page > 0 ? (double)pages * (double)page : 0;
+  if (!have || bytes <= have) return true;
+  r->err.status = CTXRT_ERR_NOMEM;
+  r->err.line = 0;
+  snprintf(r->err.msg, sizeof r->err.msg, "error: the default weights need %.1f GB, more "
+           "than this machine's %.1f GB of memory", bytes / 1e9, have / 1e9);
+  return false;
+}
+
 /* --weights FILE, checked against the model, or the seeded defaults; then
  * float64 copies in RaParam order. Returns a status, or -1 after an internal
  * error reported to the session. */
@@ -430,6 +451,10 @@ static int load_weights(CtxRun *r) {
     if (!st) st = ctxrt_weights_check(r->weights, r->o->weights, ps, p->nparams, &r->err);
     if (st == CTXRT_ERR_INVALID) note_fit(r);
   } else {
+    if (!weights_fit(r, ps, p->nparams)) {
+      free(ps);
+      return CTXRT_ERR_NOMEM;
+    }
     st = ctxrt_weights_create(ps, p->nparams, &r->weights, &r->err);
     if (!st) ctxrt_weights_init(r->weights, r->o->seed); /* else out of memory: reported */
   }

@@ -24,10 +24,10 @@
 #include "grammar/grammar.h"
 
 enum { SEMA_MAX_RANK = 8 }; /* axes of one tensor */
-/* Elements of one tensor: 8 GiB of float32, more than a model's weights or
- * a node's values need; beyond, sizes and their sums stay far from
- * overflowing 64 bits. */
-#define SEMA_MAX_ELEMS 2147483647L
+/* Elements of one tensor: 2^40, 4 TiB of float32, beyond any machine's
+ * memory (mvrnn's EmbM at V=20000, H=512 is 2^32.3); below it, sizes in
+ * bytes and their sums stay far from overflowing 64 bits. */
+#define SEMA_MAX_ELEMS (1L << 40)
 
 typedef enum {
   SEMA_ERROR,  /* an erroneous expression; never reported twice */

@@ -62,7 +62,7 @@ SemaType *sema_resolve_type(Sema *S, Scope *scope, const AstType *t) {
                                  dims);
   if (huge) {
     ctx_diag_error(S->diag, t->span, "%s has more than %ld elements, the most a tensor may "
-                   "hold", sema_type_str(S, r), (long)SEMA_MAX_ELEMS);
+                   "hold", sema_type_str(S, r), SEMA_MAX_ELEMS);
     return sema_error_type(S);
   }
   return r;
