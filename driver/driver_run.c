@@ -37,7 +37,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <unistd.h>
 
 #ifndef CTX_SOURCE_DIR
 #define CTX_SOURCE_DIR "." /* set by driver/CMakeLists.txt */

@@ -324,14 +324,14 @@ static RaBinding *def_index_let(RaBuilder *B, RaBinding *env, const AstItem *def
 
 /* Inlines a def call: returns its result expression (or tuple) and, in
  * [*scope], the bindings it is to be lowered in. */
-static const AstExpr *inline_def(RaBuilder *B, const AstItem *def, const AstExpr *call,
-                                 RaBinding **scope) {
+static const AstExpr *inline_def(RaBuilder *B, const AstItem *def, const AstItem *own,
+                                 const AstExpr *call, RaBinding **scope) {
   if (!same_shapes_as_before(B, def, call)) return NULL;
-  /* A def of the model sees the model's dims; an imported one sees nothing. */
-  const SemaInstance *copy = sema_instance_of(B->m, call);
-  bool imported = copy && copy->imported;
+  /* A def of the model sees the model's dims; an imported one sees nothing
+   * (its own item says which, [def] being that or sema's copy of it). */
+  bool imported = false;
   for (int i = 0; i < B->m->nfuncs; i++)
-    if (B->m->funcs[i].item == def) imported = B->m->funcs[i].imported;
+    if (B->m->funcs[i].item == own) imported = B->m->funcs[i].imported;
   RaBinding *env = bind_shape_vars(B, imported ? NULL : B->globals, def, call);
   for (int i = 0; i < def->nparams; i++) {
     const AstExpr *arg = call->u.call.args[i];
@@ -387,11 +387,12 @@ static RaExpr *lower_call(RaBuilder *B, const AstExpr *e, int field, RaExpr **id
     x->dep = ra_node_dep(B, e->u.call.args[0]);
     return x->dep ? x : failed(B);
   }
+  const AstItem *own = def_item(B, f);
   const SemaInstance *copy = sema_instance_of(B->m, e); /* other shapes: sema's copy */
-  const AstItem *def = copy ? copy->item : def_item(B, f);
+  const AstItem *def = copy ? copy->item : own;
   if (def) {
     RaBinding *scope = NULL;
-    const AstExpr *ret = inline_def(B, def, e, &scope);
+    const AstExpr *ret = inline_def(B, def, own, e, &scope);
     return ret ? lower_in(B, scope, ret, field, idx) : failed(B);
   }
   ra_unsupported(B, e->span, "this call");
@@ -400,10 +401,15 @@ static RaExpr *lower_call(RaBuilder *B, const AstExpr *e, int field, RaExpr **id
 
 /* ---- subscripts, members, concatenation ---------------------------------------- */
 
-/* [x] reads a word id (a per-node i32 input) somewhere. */
+/* Is [x] a word id: a read of a per-node i32 input? */
+static bool is_word(const RaBuilder *B, const RaExpr *x) {
+  return x && x->kind == RA_READ && x->src == RA_SRC_INPUT && B->p->inputs[x->index].is_int;
+}
+
+/* [x] reads a word id somewhere. */
 static bool reads_word(const RaBuilder *B, const RaExpr *x) {
   if (!x) return false;
-  if (x->kind == RA_READ && x->src == RA_SRC_INPUT && B->p->inputs[x->index].is_int) return true;
+  if (is_word(B, x)) return true;
   for (int i = 0; x->kind == RA_READ && i < x->nidx; i++)
     if (reads_word(B, x->idx[i])) return true;
   return reads_word(B, x->a) || reads_word(B, x->b) || reads_word(B, x->c);
@@ -414,9 +420,7 @@ static bool reads_word(const RaBuilder *B, const RaExpr *x) {
 static RaExpr *word_id(RaBuilder *B, RaExpr *x) {
   if (x->kind != RA_READ || x->src != RA_SRC_OP || x->nidx != 0) return x;
   const RaOp *op = B->ops.items[x->index];
-  const RaExpr *y = op->body;
-  bool word = y && y->kind == RA_READ && y->src == RA_SRC_INPUT && B->p->inputs[y->index].is_int;
-  return word ? op->body : x;
+  return is_word(B, op->body) ? op->body : x;
 }
 
 /* The index of [base] for `base[subs]` at [idx]: a plain subscript fixes an
@@ -433,7 +437,7 @@ static RaExpr *lower_index(RaBuilder *B, const AstExpr *e, RaExpr **idx) {
     if (s && !s->is_slice) {
       v[a] = word_id(B, ra_lower(B, s->index, NULL));
       const RaExpr *x = v[a];
-      bool word = x->kind == RA_READ && x->src == RA_SRC_INPUT && B->p->inputs[x->index].is_int;
+      bool word = is_word(B, x);
       if (word && in) {
         ctx_diag_error(B->diag, s->index->span, "a per-node input's values are selected by "
                        "constants, index variables or slices, not by a word id");

@@ -600,8 +600,7 @@ void ctxrt__phases(const CtxrtLinear *lin, int32_t nthreads, int32_t max_levels,
 int32_t ctxrt__steps(const CtxrtLinear *lin, const int32_t *barrier) {
   int32_t L = lin->num_levels, steps = 0;
   for (int32_t l = 0; l < L; l++) {
-    int single = lin->level_len[l] == 1, next_single = l + 1 >= L || lin->level_len[l + 1] == 1;
-    steps += (!barrier || barrier[l]) && !(single && next_single);
+    steps += (!barrier || barrier[l]) && !(single(lin, l) && single(lin, l + 1));
   }
   return steps;
 }

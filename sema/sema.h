@@ -85,7 +85,6 @@ typedef struct {
   const AstItem *def;  /* the def's own item */
   const AstItem *item; /* the copy typed for this call's shapes */
   const char *shapes;  /* those shapes, as sema prints them */
-  bool imported;       /* the def's SemaFunc.imported */
 } SemaInstance;
 
 /* A command-line override `-D NAME=VALUE`. */
@@ -100,7 +99,7 @@ typedef struct {
   SemaInput *inputs; int ninputs;
   SemaParam *params; int nparams;
   SemaFunc *funcs; int nfuncs;
-  SemaInstance *instances; int ninstances;
+  CtxVec instances; /* SemaInstance *, one per call that lowers a copy */
   const AstExpr *output;   /* the output expression */
   const SemaFunc *output_func;
   SemaType *output_type;

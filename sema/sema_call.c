@@ -153,21 +153,11 @@ static const char *arg_shapes(Sema *S, SemaType **args, int n) {
 /* The copy of [f]'s item typed for the argument shapes [shapes], made and
  * checked by instantiate; NULL for the first shapes (the item itself). */
 static const AstItem *instance_for(Sema *S, const Sym *f, const char *shapes) {
-  for (int i = 0; i < S->m->ninstances; i++) {
-    const SemaInstance *in = &S->m->instances[i];
+  for (int i = 0; i < S->m->instances.len; i++) {
+    const SemaInstance *in = S->m->instances.items[i];
     if (in->def == f->item && strcmp(in->shapes, shapes) == 0) return in->item;
   }
   return NULL;
-}
-
-static void add_instance(Sema *S, SemaInstance in) {
-  if (S->m->ninstances == S->ninstances_cap) {
-    S->ninstances_cap = S->ninstances_cap ? 2 * S->ninstances_cap : 8;
-    SemaInstance *grown = CTX_NEW_ARRAY(S->arena, SemaInstance, S->ninstances_cap);
-    if (S->m->ninstances) memcpy(grown, S->m->instances, sizeof *grown * (size_t)S->m->ninstances);
-    S->m->instances = grown;
-  }
-  S->m->instances[S->m->ninstances++] = in;
 }
 
 /* Binds the parameters of [f] to the argument types [args] and checks its
@@ -197,7 +187,9 @@ static SemaType *instantiate(Sema *S, const AstExpr *e, Sym *f, SemaType **args)
   SemaType *result = f->type ? f->type : sema_resolve_type(S, vars, item->type);
   if (result->kind == SEMA_ERROR) return result;
   if (item != it) {
-    add_instance(S, (SemaInstance){e, it, item, shapes, f->imported});
+    SemaInstance *in = CTX_NEW(S->arena, SemaInstance);
+    *in = (SemaInstance){e, it, item, shapes};
+    ctx_vec_push(S->arena, &S->m->instances, in);
   } else if (fresh) {
     f->checked = true;
     f->shapes = shapes;
@@ -336,7 +328,9 @@ void sema_function_body(Sema *S, Scope *params, const AstItem *fn, SemaType *res
 }
 
 const SemaInstance *sema_instance_of(const SemaModel *m, const AstExpr *call) {
-  for (int i = 0; i < m->ninstances; i++)
-    if (m->instances[i].call == call) return &m->instances[i];
+  for (int i = 0; i < m->instances.len; i++) {
+    const SemaInstance *in = m->instances.items[i];
+    if (in->call == call) return in;
+  }
   return NULL;
 }

@@ -57,7 +57,6 @@ typedef struct {
   const char *node_name; /* rec: the name n of (n: t) */
   bool in_output;
   bool in_for;           /* checking the body of a `for` loop */
-  int ninstances_cap;    /* m->instances' room */
 } Sema;
 
 /* sema_type.c */
