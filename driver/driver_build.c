@@ -8,19 +8,22 @@
  *       ctxrt_model_*) and OUTDIR/NAME.h (the documented API)
  *   $CC (default cc) -c NAME_model.c; $CC -shared kernel.o model.o libctxrt.a
  *       -ljansson -lm -lpthread --> OUTDIR/libNAME.so
- *   ar -M (an MRI script: kernel.o, model.o, every member of libctxrt.a) -->
- *       OUTDIR/libNAME.a (link it with -ljansson -lm -lpthread)
+ *   kernel.o, model.o and every member of libctxrt.a, with a symbol index
+ *       (driver_archive.c) --> OUTDIR/libNAME.a (link it with -ljansson -lm
+ *       -lpthread)
  *
- * The C compiler compiles NAME_model.c while LLVM compiles the kernel, and ar
- * runs beside the link: each pair needs only what came before it.
+ * The C compiler compiles NAME_model.c while LLVM compiles the kernel, and
+ * the archive is written while the library links: each pair needs only what
+ * came before it.
  * NAME is the model's name or --name's; every generated symbol starts with
  * NAME_ (the kernel's is ctx_NAME_kernel), so libraries of one model built
  * with different dims and names link into one program. --cpu picks the CPU
  * the kernel is compiled for (cg_emit_object_cpu); libctxrt.a and ctxrt.h
  * are ctx_build_runtime's (the ones installed with this ctx). Exit codes: 2
  * for a bad command line or an output directory that cannot be made, 1 for
- * errors in the model, 70 when LLVM, the C compiler or ar fails (their
- * messages are passed on) or no runtime is found.
+ * errors in the model, 70 when LLVM or the C compiler fails (their
+ * messages are passed on), the archive cannot be written or no runtime is
+ * found.
  */
 /* realpath is an XSI extension in glibc: strict C11 hides it. */
 #define _XOPEN_SOURCE 700
@@ -30,7 +33,6 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <spawn.h>
 #include <stdlib.h>
@@ -247,25 +249,20 @@ static bool write_text(const char *path, const CtxBuf *text) {
   return ok;
 }
 
-/* Starts argv[0] (looked up in PATH) with stdin from [in] (NULL: inherited)
- * into [*pid]; with --verbose it first prints the command line on the
- * session's output. Returns 0, or CTX_EXIT_ICE after saying what failed. */
-static int spawn_tool(const CtxBuild *b, char *const *argv, const char *in, const char *what,
-                      pid_t *pid) {
+/* Starts argv[0] (looked up in PATH) into [*pid]; with --verbose it first
+ * prints the command line on the session's output. Returns 0, or
+ * CTX_EXIT_ICE after saying what failed. */
+static int spawn_tool(const CtxBuild *b, char *const *argv, const char *what, pid_t *pid) {
   if (b->s->opts.build.verbose) {
     fputs("+", b->s->out);
     for (int i = 0; argv[i]; i++) fprintf(b->s->out, " %s", argv[i]);
-    fprintf(b->s->out, in ? " < %s\n" : "\n", in);
+    fputs("\n", b->s->out);
     fflush(b->s->out);
   }
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  if (in) posix_spawn_file_actions_addopen(&fa, 0, in, O_RDONLY, 0);
-  int rc = posix_spawnp(pid, argv[0], &fa, NULL, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
+  int rc = posix_spawnp(pid, argv[0], NULL, NULL, argv, environ);
   if (rc == 0) return 0;
-  fprintf(stderr, "ctx: error: cannot run '%s' (%s): %s%s\n", argv[0], what, strerror(rc),
-          strcmp(what, "ar") ? "; set CC to a C compiler" : "");
+  fprintf(stderr, "ctx: error: cannot run '%s' (%s): %s; set CC to a C compiler\n", argv[0],
+          what, strerror(rc));
   return CTX_EXIT_ICE;
 }
 
@@ -282,6 +279,12 @@ static int wait_tool(pid_t pid, const char *argv0, const char *what) {
     fprintf(stderr, "ctx: error: '%s' failed (%s, status %d)\n", argv0, what,
             WIFEXITED(status) ? WEXITSTATUS(status) : -1);
   return CTX_EXIT_ICE;
+}
+
+/* $CC, or "cc" (as messages name it). */
+static const char *cc_name(void) {
+  const char *cc = getenv("CC");
+  return cc && *cc ? cc : "cc";
 }
 
 /* The C compiler's words ($CC split at blanks, else "cc") followed by the
@@ -308,7 +311,7 @@ static int start_cc(const CtxBuild *b, const char *const *args, int n, const cha
   char *copy;
   char **argv = cc_command(args, n, &copy);
   pid_t own;
-  int rc = spawn_tool(b, argv, NULL, what, pid ? pid : &own);
+  int rc = spawn_tool(b, argv, what, pid ? pid : &own);
   if (!rc && !pid) rc = wait_tool(own, argv[0], what);
   free(argv);
   free(copy);
@@ -333,51 +336,31 @@ static int compile_model(const CtxBuild *b, pid_t *pid) {
   return rc;
 }
 
-/* libNAME.so from [kernel_o] and NAME_model.o. */
-static int link_library(const CtxBuild *b, const char *kernel_o) {
+/* libNAME.so from [kernel_o] and NAME_model.o, started into [*pid]. */
+static int link_start(const CtxBuild *b, const char *kernel_o, pid_t *pid) {
   char *obj = out_path(b, "", "_model.o"), *so = out_path(b, "lib", ".so");
-  int rc = 0;
   const char *ld_args[] = {"-shared", "-o",  so,   kernel_o,    obj,
                            b->rt.lib, "-ljansson", "-lm", "-lpthread"};
-  if (!rc) rc = run_cc(b, ld_args, (int)(sizeof ld_args / sizeof *ld_args), "linking the library");
+  int rc = start_cc(b, ld_args, (int)(sizeof ld_args / sizeof *ld_args), "linking the library",
+                    pid);
   free(obj);
   free(so);
   return rc;
 }
 
-/* libNAME.a: the two objects and libctxrt's members, through an MRI script
- * (names with blanks or MRI's special characters cannot be written there),
- * started into [*pid]; archive_done waits for it and removes the script. */
-static int archive_start(const CtxBuild *b, const char *kernel_o, pid_t *pid) {
-  char *obj = out_path(b, "", "_model.o"), *lib = out_path(b, "lib", ".a");
-  char *mri = out_path(b, "", ".mri");
-  const char *paths[] = {obj, lib, kernel_o, b->rt.lib};
-  for (size_t i = 0; i < sizeof paths / sizeof *paths; i++)
-    if (strpbrk(paths[i], " \t\n;*+,()'\"")) {
-      fprintf(stderr, "ctx: error: cannot archive '%s' (a blank or one of ;*+,()'\" in "
-              "the path)\n", paths[i]);
-      free(obj), free(lib), free(mri);
-      return CTX_EXIT_USAGE;
-    }
-  CtxBuf text;
-  ctx_buf_init(&text);
-  ctx_buf_printf(&text, "CREATE %s\nADDLIB %s\nADDMOD %s\nADDMOD %s\nSAVE\nEND\n", lib,
-                 b->rt.lib, kernel_o, obj);
-  remove(lib);
-  int rc = write_text(mri, &text) ? 0 : CTX_EXIT_ICE;
-  char *argv[] = {"ar", "-M", NULL};
-  if (!rc) rc = spawn_tool(b, argv, mri, "ar", pid);
-  if (rc) remove(mri);
-  ctx_buf_free(&text);
-  free(obj), free(lib), free(mri);
-  return rc;
-}
-
-static int archive_done(const CtxBuild *b, pid_t pid) {
-  int rc = wait_tool(pid, "ar", "ar");
-  char *mri = out_path(b, "", ".mri");
-  remove(mri);
-  free(mri);
+/* libNAME.a: the two objects and libctxrt's members (driver_archive.c). */
+static int archive(const CtxBuild *b, const char *kernel_o) {
+  char *obj = out_path(b, "", "_model.o"), *lib = out_path(b, "lib", ".a"), *error = NULL;
+  const char *inputs[] = {kernel_o, obj, b->rt.lib};
+  if (b->s->opts.build.verbose) {
+    fprintf(b->s->out, "+ (archive) %s: %s %s %s\n", lib, kernel_o, obj, b->rt.lib);
+    fflush(b->s->out);
+  }
+  int rc = ctx_archive_write(lib, inputs, 3, &error) ? 0 : CTX_EXIT_ICE;
+  if (rc) fprintf(stderr, "ctx: error: %s\n", error);
+  free(error);
+  free(obj);
+  free(lib);
   return rc;
 }
 
@@ -453,8 +436,7 @@ static int kernel_and_model(CtxBuild *b, const char *kernel_o) {
   pid_t cc = 0;
   int rc = model_sources(b, false, &cc);
   bool ok = cg_emit_object_cpu(b->k, kernel_o, b->s->opts.build.cpu, &b->s->diag);
-  const char *cc_name = getenv("CC") && *getenv("CC") ? getenv("CC") : "cc";
-  if (cc) rc = wait_tool(cc, cc_name, "compiling the model");
+  if (cc) rc = wait_tool(cc, cc_name(), "compiling the model");
   return ok ? rc : kernel_failed(b);
 }
 
@@ -468,12 +450,12 @@ static int build_all(CtxBuild *b) {
   if (b->k) b->k->name = ctx_arena_printf(b->s->arena, "ctx_%s_kernel", b->name);
   int rc = b->k ? kernel_and_model(b, kernel_o) : kernel_failed(b);
   /* The archive and the shared library from the same two objects, at once. */
-  pid_t ar = 0;
-  if (!rc) rc = archive_start(b, kernel_o, &ar);
-  if (!rc) rc = link_library(b, kernel_o);
-  if (ar) {
-    int ar_rc = archive_done(b, ar);
-    if (!rc) rc = ar_rc;
+  pid_t ld = 0;
+  if (!rc) rc = link_start(b, kernel_o, &ld);
+  if (!rc) rc = archive(b, kernel_o);
+  if (ld) {
+    int ld_rc = wait_tool(ld, cc_name(), "linking the library");
+    if (!rc) rc = ld_rc;
   }
   if (!rc)
     fprintf(b->s->out, "built %s/lib%s.so, %s/lib%s.a and %s/%s.h\n", b->dir, b->name, b->dir,

@@ -25,4 +25,10 @@ void ctx_build_header(CtxBuf *h, const CtxBuild *b);
  * ctxrt_model_*, into [c]. */
 void ctx_build_model_source(CtxBuf *c, const CtxBuild *b);
 
+/* Writes the static library [out]: the objects among [inputs] and every
+ * member of the archives among them, with the symbol index linkers read
+ * (driver_archive.c). After an error, false and [*error] says what failed
+ * (malloc'd). */
+bool ctx_archive_write(const char *out, const char *const *inputs, int n, char **error);
+
 #endif

@@ -101,6 +101,21 @@ def check_errors(a, model, out):
     assert "starts like the runtime's symbols" in p.stderr, p.stderr
     p = run([ctx, "build", model, "--cpu", "pentium", "-o", out], expect=2)
     assert "give native, generic, x86-64-v3 or x86-64-v4" in p.stderr, p.stderr
+    # a runtime library that is not an archive of this host's objects: ctx
+    # build, which writes libNAME.a itself, says so (where it looked for the
+    # runtime in an empty prefix is where the damaged one goes)
+    home = out + "_home"
+    os.makedirs(home)
+    p = run([ctx, "build", model, "-o", out], env=dict(os.environ, CTX_HOME=home), expect=70)
+    lib = re.search(r" at (\S+libctxrt\.a) \(CTX_HOME\)", p.stderr).group(1)
+    os.makedirs(os.path.join(home, "include"), exist_ok=True)
+    os.makedirs(os.path.dirname(lib), exist_ok=True)
+    shutil.copy(os.path.join(a.src, "runtime", "ctxrt.h"), os.path.join(home, "include"))
+    open(lib, "w").write("not an archive\n")
+    p = run([ctx, "build", model, "-D", f"H={H}", "-o", out],
+            env=dict(os.environ, CTX_HOME=home), expect=70)
+    assert f"cannot index '{lib}': libctxrt.a is not an ELF object of this host" in p.stderr, \
+        p.stderr
 
 
 def check_converted_note(a, model, trees, header, exe, tmp):
@@ -194,9 +209,19 @@ def main():
     os.makedirs(a.tmp)
     model = os.path.join(a.src, "examples", "treelstm.ctx")
     trees = os.path.join(a.src, "examples", "data", "sst_sample.ptb")
-    out = os.path.join(a.tmp, "out")
+    out = os.path.join(a.tmp, "out dir")  # a blank in the path, as users' paths have
     env = dict(os.environ, CC=a.cc)
     run([a.ctx, "build", model, "-D", f"H={H}", "-o", out], env=env)
+    # the archive ctx writes (driver_archive.c) is the same bytes on a rebuild
+    # and lists what the system's tools list
+    first = open(os.path.join(out, "libtreelstm.a"), "rb").read()
+    run([a.ctx, "build", model, "-D", f"H={H}", "-o", out], env=env)
+    assert open(os.path.join(out, "libtreelstm.a"), "rb").read() == first, "archive not stable"
+    if shutil.which("nm"):
+        armap = run(["nm", "--print-armap", os.path.join(out, "libtreelstm.a")]).stdout
+        assert re.search(r"^treelstm_run_ptb in treelstm_model\.o$", armap, re.M), armap[:2000]
+        assert re.search(r"^ctx_treelstm_kernel in treelstm_kernel\.o$", armap, re.M), armap[:2000]
+        assert re.search(r"^ctxrt_model_create in ctxrt_model\.c\.o$", armap, re.M), armap[:2000]
     cc, flags = shlex.split(a.cc), shlex.split(a.cflags)
     embed = os.path.join(a.src, "examples", "embed", "embed.c")
     exe_so, exe_a = os.path.join(a.tmp, "embed_so"), os.path.join(a.tmp, "embed_a")
