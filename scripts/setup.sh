@@ -5,8 +5,9 @@ set -euo pipefail
 
 PKGS=(cmake ninja-build pkg-config re2c bison check llvm-19-dev clang-19
       libclang-rt-19-dev libffi-dev libedit-dev libjansson-dev python3
-      python3-numpy python3-torch python3-matplotlib vim emacs-nox tmux binutils)
-# binutils: ld (ctx build links through cc), nm and objdump (aot_embed); python3-matplotlib: plot_profile
+      python3-numpy python3-torch python3-matplotlib vim emacs-nox tmux binutils libzstd-dev)
+# binutils: ld (ctx build links through cc), nm and objdump (aot_embed); python3-matplotlib: plot_profile;
+# libzstd-dev: LLVM's static libraries need it (codegen/CMakeLists.txt: CTX_LLVM_STATIC)
 # A machine may carry its own Node.js with npm bundled; Debian's npm would clash.
 command -v npm >/dev/null 2>&1 || PKGS+=(nodejs npm)
 
