@@ -390,6 +390,27 @@ def mib(n):
     return "%g MiB" % (n / 2 ** 20) if n >= 2 ** 20 else "%g KiB" % (n / 1024)
 
 
+def compile_times(ctx, work, runs=9):
+    """Seconds of `ctx build examples/treelstm.ctx` (the issue's compile-time
+    yardstick: front end, LLVM, the C compiler and the link; unpinned, as a
+    user runs it: the C compiler overlaps LLVM on a second core) and of `ctx
+    check` (start-up and front end), medians of [runs] runs after one warm-up.
+    The kernel cache plays no part: ctx build does not read it."""
+    out = os.path.join(work, "compile-time")
+    model = os.path.join(ROOT, "examples", "treelstm.ctx")
+    times = {}
+    for name, cmd in (("build", [ctx, "build", model, "-o", out]),
+                      ("check", [ctx, "check", model])):
+        t = []
+        for i in range(runs + 1):
+            t0 = time.perf_counter()
+            if sh(cmd) is None:
+                return None
+            t.append(time.perf_counter() - t0)
+        times[name] = statistics.median(t[1:])
+    return times
+
+
 def header(m, env, ratios_ok):
     lines = [
         "machine: %s; clock %.2f GHz measured (cpuinfo %.0f MHz)" % (
@@ -415,6 +436,10 @@ def header(m, env, ratios_ok):
         lines.append("register tile (ctx's level-product loop, %d rows x %d vectors, weights and"
                      " x in L1; beside the limit, not in it): %.1f GFLOP/s, %.0f%% of the FMA peak"
                      % (rows, vecs, g, 100 * g / m["peak"]))
+    if m.get("compile"):
+        lines.append("compile time (medians of 9, unpinned): `ctx build examples/treelstm.ctx` "
+                     "%.3f s, `ctx check examples/treelstm.ctx` %.3f s" % (
+                         m["compile"]["build"], m["compile"]["check"]))
     if not ratios_ok:
         lines.append("RATIOS WITHHELD: OpenBLAS's sgemm runs below 70% of the FMA peak (or a "
                      "baseline ran on another kernel): the baselines are not at their best")
@@ -605,6 +630,7 @@ def main():
         sys.stderr.write("bench: %s H=%d done (%.0fs)\n" % (c[0], c[2], time.time() - t_start))
     # the machine again, after the cases: the limits from the better of the two
     m = best_of(m, machine(a.bin, q, a.cpu, env))
+    m["compile"] = compile_times(a.ctx, a.work)
     for c in selected:
         structs = structs_of(os.path.join(data, c[3]))
         for row in rows:
