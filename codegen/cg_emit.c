@@ -859,6 +859,8 @@ bool cg_follows(const CgEmit *E, const IlirStmt *prev, const IlirStmt *s) {
   return false;
 }
 
+static void emit_tiled_outlined(CgEmit *E, const IlirStmt *s);
+
 static void emit_loop(CgEmit *E, const IlirStmt *s) {
   if (s->bind && E->tgt->sreg) {
     if (s->bind == ILIR_BIND_GRID) emit_grid_loop(E, s);
@@ -866,7 +868,8 @@ static void emit_loop(CgEmit *E, const IlirStmt *s) {
     return;
   }
   if (s->tile_nodes) {
-    cg_emit_tiled(E, s);
+    if (E->tgt->kind == CG_TARGET_CPU) emit_tiled_outlined(E, s);
+    else cg_emit_tiled(E, s);
     return;
   }
   if (cg_emit_row_dots(E, s)) return;
@@ -1021,6 +1024,83 @@ static void entry_function(CgEmit *E, LLVMValueRef body) {
   for (int i = 0; i < TEAM_ARGS; i++) args[n + i] = LLVMGetParam(fn, (unsigned)i + 1);
   LLVMBuildCall2(E->b, LLVMGlobalGetValueType(body), body, args, (unsigned)n + TEAM_ARGS, "");
   LLVMBuildRetVoid(E->b);
+  free(args);
+}
+
+/* A register-tiled product on the CPU as a function of its own (noinline),
+ * called where it stands: `NAME.tileN(b0, ..., num_nodes, num_levels, tid,
+ * nthreads, barrier, barrier_ctx, synced, [level], the loop variables in
+ * scope)`, returning whether the team just met at a barrier (CgEmit's
+ * synced_when; false when the tile leaves that as it was). A kernel's tiles
+ * are most of its code, and as functions of their own they compile on a
+ * second thread beside the rest (cg_split.c); the call is one per tile a
+ * level, nothing beside the tile's work (run times in cg_split.c). */
+static void emit_tiled_outlined(CgEmit *E, const IlirStmt *s) {
+  int n = E->k->nbufs, nv = E->k->nvars, np = n + TEAM_ARGS + 1 + (E->level != NULL);
+  LLVMTypeRef *params = ctx_xmalloc(((size_t)np + (size_t)nv) * sizeof *params);
+  LLVMValueRef *args = ctx_xmalloc(((size_t)np + (size_t)nv) * sizeof *args);
+  for (int i = 0; i < n; i++) params[i] = E->ptr, args[i] = E->bufs[i];
+  LLVMValueRef team[TEAM_ARGS] = {E->args[0], E->args[1], E->tid, E->nthreads, E->barrier,
+                                  E->barrier_ctx};
+  for (int i = 0; i < TEAM_ARGS; i++) params[n + i] = LLVMTypeOf(team[i]), args[n + i] = team[i];
+  /* the team's state as the tile starts: the tile just before it met the
+   * team at a barrier when synced_when holds (cg_emit_tiled) */
+  bool follows = E->synced_after && E->synced_when && cg_follows(E, E->synced_after, s);
+  params[n + TEAM_ARGS] = E->i1;
+  args[n + TEAM_ARGS] = follows ? E->synced_when : LLVMConstInt(E->i1, 0, 0);
+  if (E->level) params[np - 1] = LLVMTypeOf(E->level), args[np - 1] = E->level;
+  int *var_of = ctx_xmalloc(((size_t)nv + 1) * sizeof *var_of), nargs = np;
+  for (int v = 0; v < nv; v++)
+    if (E->vars[v]) {
+      var_of[nargs - np] = v;
+      params[nargs] = LLVMTypeOf(E->vars[v]);
+      args[nargs++] = E->vars[v];
+    }
+  LLVMTypeRef ft = LLVMFunctionType(E->i1, params, (unsigned)nargs, 0);
+  char name[160];
+  snprintf(name, sizeof name, "%s.tile%d", E->k->name, E->tiles++);
+  LLVMValueRef fn = LLVMAddFunction(E->mod, name, ft);
+  LLVMSetLinkage(fn, LLVMInternalLinkage);
+  add_attr(E, fn, LLVMAttributeFunctionIndex, "noinline");
+  add_attr(E, fn, LLVMAttributeFunctionIndex, "nounwind");
+  cpu_attrs(E, fn);
+  for (int i = 0; i < n; i++) {
+    bool writable = buf_writable(E->k->bufs[i].kind);
+    if (!writable || !E->tgt->alias_writable) add_attr(E, fn, (unsigned)i + 1, "noalias");
+    if (!writable) add_attr(E, fn, (unsigned)i + 1, "readonly");
+  }
+  /* The tile, emitted in the new function by a copy of the emitter bound to
+   * its parameters. */
+  CgEmit T = *E;
+  T.fn = fn;
+  T.bufs = ctx_xmalloc(((size_t)n + 1) * sizeof *T.bufs);
+  T.vars = calloc((size_t)nv + 1, sizeof *T.vars);
+  if (!T.vars) ctx_oom();
+  for (int i = 0; i < n; i++) T.bufs[i] = LLVMGetParam(fn, (unsigned)i);
+  T.args[0] = LLVMGetParam(fn, (unsigned)n);
+  T.args[1] = LLVMGetParam(fn, (unsigned)n + 1);
+  T.tid = LLVMGetParam(fn, (unsigned)n + 2);
+  T.nthreads = LLVMGetParam(fn, (unsigned)n + 3);
+  T.barrier = LLVMGetParam(fn, (unsigned)n + 4);
+  T.barrier_ctx = LLVMGetParam(fn, (unsigned)n + 5);
+  T.synced_after = follows ? E->synced_after : NULL;
+  T.synced_when = follows ? LLVMGetParam(fn, (unsigned)n + TEAM_ARGS) : NULL;
+  if (E->level) T.level = LLVMGetParam(fn, (unsigned)np - 1);
+  for (int a = np; a < nargs; a++) T.vars[var_of[a - np]] = LLVMGetParam(fn, (unsigned)a);
+  LLVMBasicBlockRef at = LLVMGetInsertBlock(E->b);
+  LLVMPositionBuilderAtEnd(E->b, LLVMAppendBasicBlockInContext(E->ctx, fn, "entry"));
+  cg_emit_tiled(&T, s);
+  bool synced = T.synced_after == s && T.synced_when;
+  LLVMBuildRet(E->b, synced ? T.synced_when : LLVMConstInt(E->i1, 0, 0));
+  LLVMPositionBuilderAtEnd(E->b, at);
+  E->failed = T.failed;
+  E->tiles = T.tiles;
+  LLVMValueRef ret = LLVMBuildCall2(E->b, ft, fn, args, (unsigned)nargs, "");
+  if (synced) E->synced_after = s, E->synced_when = ret;
+  free(T.bufs);
+  free(T.vars);
+  free(var_of);
+  free(params);
   free(args);
 }
 

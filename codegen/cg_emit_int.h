@@ -32,6 +32,7 @@ typedef struct {
   LLVMValueRef synced_when;
   const CgProfile *prof;    /* NULL: no instrumentation (codegen.h, "profiling") */
   LLVMValueRef prof_counters;
+  int tiles; /* the tiles outlined so far (emit_tiled_outlined) */
   bool failed;
 } CgEmit;
 

@@ -88,6 +88,19 @@ uint64_t cg_fnv64(const char *p, size_t n);
 bool cg_cache_key(CtxBuf *key, LLVMModuleRef mod, LLVMTargetMachineRef tm, const char *passes,
                   int codegen_level, const char *llvm_options);
 LLVMMemoryBufferRef cg_cache_load(const char *dir, const CtxBuf *key);
+
+/* A kernel compiled in parts (cg_split.c). cg_compile_threads: the threads
+ * it may compile on, 2 on a host of two or more CPUs, else 1
+ * (CTX_COMPILE_THREADS=1 says 1). cg_compile_parts optimizes [mod] (kernel
+ * [kernel]'s, as emitted) with [passes] and compiles it for [tm] into
+ * obj[0]; with [tm2] (a second target machine, the same CPU) a share of its
+ * tiles goes to obj[1], compiled on a second thread, their symbols global
+ * ([hidden]: of hidden visibility, for a shared library). Returns the
+ * objects made, 0 after an internal compiler error reported to [diag]. */
+int cg_compile_threads(void);
+int cg_compile_parts(LLVMModuleRef mod, const char *kernel, LLVMTargetMachineRef tm,
+                     LLVMTargetMachineRef tm2, bool hidden, const char *passes,
+                     LLVMMemoryBufferRef obj[2], CtxDiag *diag);
 void cg_cache_store(const char *dir, const CtxBuf *key, LLVMMemoryBufferRef obj);
 
 /* The vector registers of a CPU with [features] (NULL: the host's), floats

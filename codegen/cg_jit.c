@@ -34,9 +34,10 @@ struct CgJit {
   CgKernelFn fn;
   int64_t *counters;          /* a profiled kernel's (codegen.h), else NULL */
   uint64_t (*cycles)(void);   /* a profiled kernel's cycle counter, else NULL */
-  CgJitSym *syms;             /* the object's functions: addresses once looked up */
+  CgJitSym *syms;             /* the objects' functions: addresses once looked up */
   char **secs;                /* [nsyms]: the section of each, until then */
-  int nsyms, syms_cap;
+  int *objs;                  /* [nsyms]: and the object (0: the kernel's, 1: its second part) */
+  int nsyms, syms_cap, noted; /* noted: the objects note_symbols has seen */
   bool jitdump;               /* LLVM's perf listener writes a jitdump */
   bool cached;                /* its object came from the kernel cache */
 };
@@ -306,8 +307,10 @@ static LLVMErrorRef note_symbols(void *ctx, LLVMMemoryBufferRef *obj) {
       j->syms_cap = j->syms_cap ? 2 * j->syms_cap : 8;
       j->syms = realloc(j->syms, (size_t)j->syms_cap * sizeof *j->syms);
       j->secs = realloc(j->secs, (size_t)j->syms_cap * sizeof *j->secs);
-      if (!j->syms || !j->secs) ctx_oom();
+      j->objs = realloc(j->objs, (size_t)j->syms_cap * sizeof *j->objs);
+      if (!j->syms || !j->secs || !j->objs) ctx_oom();
     }
+    j->objs[j->nsyms] = j->noted;
     j->secs[j->nsyms] = copy(sname);
     CgJitSym *s = &j->syms[j->nsyms++];
     s->name = copy(name);
@@ -317,24 +320,37 @@ static LLVMErrorRef note_symbols(void *ctx, LLVMMemoryBufferRef *obj) {
   LLVMDisposeSectionIterator(sec);
   LLVMDisposeSymbolIterator(sym);
   LLVMDisposeBinary(bin);
+  j->noted++;
   return NULL;
 }
 
-/* Turns the noted offsets into addresses: the kernel's section was loaded
- * as one block at [kernel] - its offset. Functions of other sections are
- * dropped. */
+/* Turns the noted offsets into addresses: each object's text section was
+ * loaded as one block, at [kernel] - the kernel's offset for the object that
+ * holds the kernel and, for its second part (cg_split.c), where the JIT
+ * placed one of its global functions (a lookup). Functions of other
+ * sections are dropped. */
 static void place_symbols(CgJit *j, const char *kernel_name, uint64_t kernel) {
-  const char *text = NULL;
-  uint64_t base = 0;
-  for (int i = 0; i < j->nsyms && !text; i++)
-    if (strcmp(j->syms[i].name, kernel_name) == 0) {
-      text = j->secs[i];
-      base = kernel - j->syms[i].addr;
-    }
+  enum { MAX_OBJS = 2 };
+  const char *text[MAX_OBJS] = {NULL, NULL};
+  uint64_t base[MAX_OBJS] = {0, 0};
+  for (int i = 0; i < j->nsyms; i++) {
+    int o = j->objs[i];
+    if (o < MAX_OBJS && strcmp(j->syms[i].name, kernel_name) == 0)
+      text[o] = j->secs[i], base[o] = kernel - j->syms[i].addr;
+  }
+  for (int i = 0; i < j->nsyms; i++) {
+    int o = j->objs[i];
+    LLVMOrcExecutorAddress addr = 0;
+    if (o >= MAX_OBJS || text[o]) continue;
+    LLVMErrorRef err = LLVMOrcLLJITLookup(j->jit, &addr, j->syms[i].name);
+    if (err) LLVMConsumeError(err); /* a local symbol: not looked up */
+    else text[o] = j->secs[i], base[o] = addr - j->syms[i].addr;
+  }
   int kept = 0;
   for (int i = 0; i < j->nsyms; i++) {
-    if (text && strcmp(j->secs[i], text) == 0) {
-      j->syms[i].addr += base;
+    int o = j->objs[i];
+    if (o < MAX_OBJS && text[o] && strcmp(j->secs[i], text[o]) == 0) {
+      j->syms[i].addr += base[o];
       j->syms[kept++] = j->syms[i];
     } else {
       free(j->syms[i].name);
@@ -342,7 +358,9 @@ static void place_symbols(CgJit *j, const char *kernel_name, uint64_t kernel) {
   }
   for (int i = 0; i < j->nsyms; i++) free(j->secs[i]);
   free(j->secs);
+  free(j->objs);
   j->secs = NULL;
+  j->objs = NULL;
   j->nsyms = kept;
 }
 
@@ -384,6 +402,7 @@ static void jit_free_syms(CgJit *j) {
   }
   free(j->syms);
   free(j->secs);
+  free(j->objs);
 }
 
 /* Adds [obj] (consumed) to the JIT, then its lookups: the kernel, its
@@ -408,32 +427,82 @@ static LLVMCodeGenOptLevel codegen_level(const CgJitOptions *o) {
   return o && o->fast_isel ? LLVMCodeGenLevelNone : LLVMCodeGenLevelAggressive;
 }
 
-/* The object file of [k] for [tm]: from [o]'s cache when it holds it, else
- * optimized and compiled here (and kept in the cache). NULL after an error. */
-static LLVMMemoryBufferRef kernel_object(const IlirKernel *k, LLVMTargetMachineRef tm,
-                                         const CgJitOptions *o, bool *cached, CtxDiag *diag) {
+/* Two objects in one cache entry: "ctx parts\n", their sizes (8 bytes
+ * each, this host's order), their bytes. An object file alone is an entry
+ * of one (ELF starts otherwise). */
+static const char parts_magic[] = "ctx parts\n";
+
+static LLVMMemoryBufferRef pack_parts(LLVMMemoryBufferRef obj[2]) {
+  size_t m = sizeof parts_magic - 1, n0 = LLVMGetBufferSize(obj[0]), n1 = LLVMGetBufferSize(obj[1]);
+  uint64_t sizes[2] = {n0, n1};
+  char *blob = ctx_xmalloc(m + sizeof sizes + n0 + n1);
+  memcpy(blob, parts_magic, m);
+  memcpy(blob + m, sizes, sizeof sizes);
+  memcpy(blob + m + sizeof sizes, LLVMGetBufferStart(obj[0]), n0);
+  memcpy(blob + m + sizeof sizes + n0, LLVMGetBufferStart(obj[1]), n1);
+  LLVMMemoryBufferRef b =
+      LLVMCreateMemoryBufferWithMemoryRangeCopy(blob, m + sizeof sizes + n0 + n1, "ctx-parts");
+  free(blob);
+  return b;
+}
+
+/* The objects of cache entry [blob] (consumed) into obj: their count, 0 for
+ * a damaged entry. */
+static int unpack_parts(LLVMMemoryBufferRef blob, LLVMMemoryBufferRef obj[2]) {
+  const char *p = LLVMGetBufferStart(blob);
+  size_t n = LLVMGetBufferSize(blob), m = sizeof parts_magic - 1;
+  uint64_t sizes[2];
+  if (n < m || memcmp(p, parts_magic, m) != 0) {
+    obj[0] = blob;
+    return 1;
+  }
+  int got = 0;
+  if (n >= m + sizeof sizes) {
+    memcpy(sizes, p + m, sizeof sizes);
+    if (sizes[0] <= n - m - sizeof sizes && sizes[1] == n - m - sizeof sizes - sizes[0]) {
+      obj[0] = LLVMCreateMemoryBufferWithMemoryRangeCopy(p + m + sizeof sizes, sizes[0], "ctx-cached-kernel");
+      obj[1] = LLVMCreateMemoryBufferWithMemoryRangeCopy(p + m + sizeof sizes + sizes[0], sizes[1],
+                                                         "ctx-cached-kernel-part");
+      got = 2;
+    }
+  }
+  LLVMDisposeMemoryBuffer(blob);
+  return got;
+}
+
+/* The object files of [k] for [tm] into obj (obj[1]: a second part,
+ * cg_split.c): from [o]'s cache when it holds them, else optimized and
+ * compiled here, on two threads where the host has two CPUs (and kept in the
+ * cache). Their count; 0 after an error. */
+static int kernel_objects(const IlirKernel *k, LLVMTargetMachineRef tm, const CgJitOptions *o,
+                          LLVMMemoryBufferRef obj[2], bool *cached, CtxDiag *diag) {
   LLVMContextRef ctx = LLVMContextCreate();
   LLVMModuleRef mod = emit_module(ctx, k, tm, NULL, o, diag);
-  LLVMMemoryBufferRef obj = NULL;
+  int n = 0;
   CtxBuf key;
   ctx_buf_init(&key);
   bool keyed = mod && o && o->cache_dir &&
                cg_cache_key(&key, mod, tm, pass_pipeline(o), (int)codegen_level(o), llvm_options());
-  if (keyed) obj = cg_cache_load(o->cache_dir, &key);
-  *cached = obj != NULL;
-  if (mod && !obj && optimize(mod, tm, o, diag)) {
-    char *msg = NULL;
-    if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &msg, &obj)) {
-      CTX_ICE(diag, "codegen: compiling the kernel: %s", msg ? msg : "");
-      obj = NULL;
+  LLVMMemoryBufferRef blob = keyed ? cg_cache_load(o->cache_dir, &key) : NULL;
+  if (blob) n = unpack_parts(blob, obj);
+  *cached = n > 0;
+  if (mod && !n) {
+    /* one object where a profile's counters, a call's wrapper or fast
+     * instruction selection (the REPL, where compiling is quick) are asked */
+    bool split = cg_compile_threads() >= 2 && !(o && (o->profile || o->call || o->fast_isel));
+    LLVMTargetMachineRef tm2 = split ? cg_host_machine_at(diag, false, codegen_level(o)) : NULL;
+    n = cg_compile_parts(mod, k->name, tm, tm2, false, pass_pipeline(o), obj, diag);
+    if (tm2) LLVMDisposeTargetMachine(tm2);
+    if (n && keyed) {
+      LLVMMemoryBufferRef entry = n == 2 ? pack_parts(obj) : obj[0];
+      cg_cache_store(o->cache_dir, &key, entry);
+      if (n == 2) LLVMDisposeMemoryBuffer(entry);
     }
-    LLVMDisposeMessage(msg);
-    if (obj && keyed) cg_cache_store(o->cache_dir, &key, obj);
   }
   ctx_buf_free(&key);
   if (mod) LLVMDisposeModule(mod);
   LLVMContextDispose(ctx);
-  return obj;
+  return n;
 }
 
 CgJit *cg_jit_compile_with(const IlirKernel *k, const CgJitOptions *opts, CtxDiag *diag) {
@@ -443,18 +512,27 @@ CgJit *cg_jit_compile_with(const IlirKernel *k, const CgJitOptions *opts, CtxDia
   if (!tm) return NULL;
   CgJit *j = calloc(1, sizeof *j);
   if (!j) ctx_oom();
-  LLVMMemoryBufferRef obj = kernel_object(k, tm, opts, &j->cached, diag);
-  if (obj) {
+  LLVMMemoryBufferRef obj[2] = {NULL, NULL};
+  int nobj = kernel_objects(k, tm, opts, obj, &j->cached, diag);
+  if (nobj) {
     j->jit = make_jit(tm, want_dump ? &dumping : NULL, diag); /* consumes tm */
     tm = NULL;
-    if (!j->jit) LLVMDisposeMemoryBuffer(obj);
   }
   if (tm) LLVMDisposeTargetMachine(tm);
   if (j->jit)
     LLVMOrcObjectTransformLayerSetTransform(LLVMOrcLLJITGetObjTransformLayer(j->jit),
                                             note_symbols, j);
+  /* the second part first: the kernel's object links against its tiles */
+  bool ok = j->jit != NULL;
+  if (ok && nobj == 2) {
+    LLVMErrorRef err = LLVMOrcLLJITAddObjectFile(j->jit, LLVMOrcLLJITGetMainJITDylib(j->jit), obj[1]);
+    obj[1] = NULL;
+    if (err) report_error(diag, "adding the kernel's second part to the JIT", err), ok = false;
+  }
   const char *entry = opts && opts->call ? opts->call->name : k->name;
-  bool ok = j->jit && finish(j, obj, k, entry, prof, diag);
+  if (ok) ok = finish(j, obj[0], k, entry, prof, diag);
+  else if (obj[0]) LLVMDisposeMemoryBuffer(obj[0]);
+  if (obj[1]) LLVMDisposeMemoryBuffer(obj[1]);
   j->jitdump = dumping;
   if (!ok) {
     cg_jit_free(j);
@@ -493,14 +571,14 @@ void cg_jit_free(CgJit *jit) {
 
 /* ---- text and object files ---------------------------------------------------- */
 
-typedef enum { EMIT_LLVM, EMIT_ASM, EMIT_OBJECT } EmitKind;
+typedef enum { EMIT_LLVM, EMIT_ASM } EmitKind;
 
-/* Builds and optimizes [k]'s module for [cpu] (NULL: the host; PIC for
- * objects) and writes it as [kind]: into [out], or to the file [path]. */
-static bool emit(const IlirKernel *k, EmitKind kind, CtxBuf *out, const char *path,
-                 const char *cpu, CtxDiag *diag) {
+/* Builds and optimizes [k]'s module for [cpu] (NULL: the host) and
+ * appends it as [kind] to [out]. */
+static bool emit(const IlirKernel *k, EmitKind kind, CtxBuf *out, const char *cpu,
+                 CtxDiag *diag) {
   const char *features = NULL;
-  LLVMTargetMachineRef tm = cg_cpu_machine(diag, kind == EMIT_OBJECT, cpu, &features);
+  LLVMTargetMachineRef tm = cg_cpu_machine(diag, false, cpu, &features);
   if (!tm) return false;
   LLVMContextRef ctx = LLVMContextCreate();
   LLVMModuleRef mod = build_module(ctx, k, tm, features, NULL, diag);
@@ -509,15 +587,12 @@ static bool emit(const IlirKernel *k, EmitKind kind, CtxBuf *out, const char *pa
   if (mod && kind == EMIT_LLVM) {
     msg = LLVMPrintModuleToString(mod);
     ctx_buf_puts(out, msg);
-  } else if (mod && kind == EMIT_ASM) {
+  } else if (mod) {
     LLVMMemoryBufferRef mem = NULL;
     ok = !LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &msg, &mem);
     if (ok) ctx_buf_write(out, LLVMGetBufferStart(mem), LLVMGetBufferSize(mem));
     else CTX_ICE(diag, "codegen: emitting assembly: %s", msg ? msg : "");
     if (mem) LLVMDisposeMemoryBuffer(mem);
-  } else if (mod) {
-    ok = !LLVMTargetMachineEmitToFile(tm, mod, path, LLVMObjectFile, &msg);
-    if (!ok) CTX_ICE(diag, "codegen: writing the object file '%s': %s", path, msg ? msg : "");
   }
   LLVMDisposeMessage(msg);
   if (mod) LLVMDisposeModule(mod);
@@ -548,18 +623,50 @@ bool cg_kernel_fingerprint(const IlirKernel *k, uint64_t *hash, CtxDiag *diag) {
 }
 
 bool cg_emit_llvm(CtxBuf *out, const IlirKernel *k, const char *cpu, CtxDiag *diag) {
-  return emit(k, EMIT_LLVM, out, NULL, cpu, diag);
+  return emit(k, EMIT_LLVM, out, cpu, diag);
 }
 
 bool cg_emit_asm(CtxBuf *out, const IlirKernel *k, const char *cpu, CtxDiag *diag) {
-  return emit(k, EMIT_ASM, out, NULL, cpu, diag);
+  return emit(k, EMIT_ASM, out, cpu, diag);
+}
+
+static bool write_object(LLVMMemoryBufferRef obj, const char *path, CtxDiag *diag) {
+  FILE *f = fopen(path, "wb");
+  size_t n = LLVMGetBufferSize(obj);
+  bool ok = f && fwrite(LLVMGetBufferStart(obj), 1, n, f) == n;
+  if (f && fclose(f) != 0) ok = false;
+  if (!ok) CTX_ICE(diag, "codegen: cannot write the object file '%s'", path);
+  return ok;
+}
+
+int cg_emit_objects_cpu(const IlirKernel *k, const char *path, const char *path2,
+                        const char *cpu, CtxDiag *diag) {
+  const char *features = NULL;
+  LLVMTargetMachineRef tm = cg_cpu_machine(diag, true, cpu, &features), tm2 = NULL;
+  if (!tm) return 0;
+  if (path2 && cg_compile_threads() >= 2) tm2 = cg_cpu_machine(diag, true, cpu, NULL);
+  LLVMContextRef ctx = LLVMContextCreate();
+  LLVMModuleRef mod = emit_module(ctx, k, tm, features, NULL, diag);
+  LLVMMemoryBufferRef obj[2] = {NULL, NULL};
+  int n = mod ? cg_compile_parts(mod, k->name, tm, tm2, true, pass_pipeline(NULL), obj, diag) : 0;
+  const char *paths[2] = {path, path2};
+  for (int i = 0; i < n; i++)
+    if (!write_object(obj[i], paths[i], diag)) n = 0;
+  if (path2 && n == 1) remove(path2); /* an earlier build's second part */
+  for (int i = 0; i < 2; i++)
+    if (obj[i]) LLVMDisposeMemoryBuffer(obj[i]);
+  if (mod) LLVMDisposeModule(mod);
+  LLVMContextDispose(ctx);
+  LLVMDisposeTargetMachine(tm);
+  if (tm2) LLVMDisposeTargetMachine(tm2);
+  return n;
 }
 
 bool cg_emit_object(const IlirKernel *k, const char *path, CtxDiag *diag) {
-  return emit(k, EMIT_OBJECT, NULL, path, NULL, diag);
+  return cg_emit_objects_cpu(k, path, NULL, NULL, diag) == 1;
 }
 
 bool cg_emit_object_cpu(const IlirKernel *k, const char *path, const char *cpu,
                         CtxDiag *diag) {
-  return emit(k, EMIT_OBJECT, NULL, path, cpu, diag);
+  return cg_emit_objects_cpu(k, path, NULL, cpu, diag) == 1;
 }

@@ -144,6 +144,14 @@ bool cg_emit_object(const IlirKernel *k, const char *path, CtxDiag *diag);
 bool cg_emit_object_cpu(const IlirKernel *k, const char *path, const char *cpu,
                         CtxDiag *diag);
 
+/* Like cg_emit_object_cpu, compiled on two threads where the host has two
+ * CPUs (cg_split.c): the kernel's object goes to [path] and, when it was
+ * compiled in two parts, its second part to [path2] (else [path2] is
+ * removed). Returns the files written (1 or 2), 0 after reporting an
+ * internal compiler error to [diag]. Both link into one kernel. */
+int cg_emit_objects_cpu(const IlirKernel *k, const char *path, const char *path2,
+                        const char *cpu, CtxDiag *diag);
+
 /* Whether [cpu] is a CPU cg_emit_object_cpu takes on this host (the x86-64
  * levels only on an x86-64 host). */
 bool cg_cpu_valid(const char *cpu);

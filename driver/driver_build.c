@@ -2,7 +2,9 @@
  * time into a library with a small C API.
  *
  *   MODEL.ctx --pipeline, ilir_lower--> kernel --cg_emit_object-->
- *       OUTDIR/NAME_kernel.o (PIC, host CPU, default<O3> as the JIT)
+ *       OUTDIR/NAME_kernel.o (PIC, host CPU, default<O3> as the JIT), and on
+ *       a host of two CPUs NAME_kernel_part.o, a share of the kernel's tiles
+ *       compiled on a second thread (cg_split.c)
  *   RaProgram + kernel --ctx_model_desc_init--> the model descriptor -->
  *       OUTDIR/NAME_model.c (descriptor + the API as thin wrappers over
  *       ctxrt_model_*) and OUTDIR/NAME.h (the documented API)
@@ -339,10 +341,12 @@ static int compile_model(const CtxBuild *b, pid_t *pid) {
 /* libNAME.so from [kernel_o] and NAME_model.o, started into [*pid]. */
 static int link_start(const CtxBuild *b, const char *kernel_o, pid_t *pid) {
   char *obj = out_path(b, "", "_model.o"), *so = out_path(b, "lib", ".so");
-  const char *ld_args[] = {"-shared", "-o",  so,   kernel_o,    obj,
-                           b->rt.lib, "-ljansson", "-lm", "-lpthread"};
-  int rc = start_cc(b, ld_args, (int)(sizeof ld_args / sizeof *ld_args), "linking the library",
-                    pid);
+  const char *ld_args[10] = {"-shared", "-o", so, kernel_o};
+  int n = 4;
+  if (b->kernel_part) ld_args[n++] = b->kernel_part;
+  const char *rest[] = {obj, b->rt.lib, "-ljansson", "-lm", "-lpthread"};
+  for (size_t i = 0; i < sizeof rest / sizeof *rest; i++) ld_args[n++] = rest[i];
+  int rc = start_cc(b, ld_args, n, "linking the library", pid);
   free(obj);
   free(so);
   return rc;
@@ -351,12 +355,18 @@ static int link_start(const CtxBuild *b, const char *kernel_o, pid_t *pid) {
 /* libNAME.a: the two objects and libctxrt's members (driver_archive.c). */
 static int archive(const CtxBuild *b, const char *kernel_o) {
   char *obj = out_path(b, "", "_model.o"), *lib = out_path(b, "lib", ".a"), *error = NULL;
-  const char *inputs[] = {kernel_o, obj, b->rt.lib};
+  const char *inputs[4] = {kernel_o};
+  int n = 1;
+  if (b->kernel_part) inputs[n++] = b->kernel_part;
+  inputs[n++] = obj;
+  inputs[n++] = b->rt.lib;
   if (b->s->opts.build.verbose) {
-    fprintf(b->s->out, "+ (archive) %s: %s %s %s\n", lib, kernel_o, obj, b->rt.lib);
+    fprintf(b->s->out, "+ (archive) %s:", lib);
+    for (int i = 0; i < n; i++) fprintf(b->s->out, " %s", inputs[i]);
+    fprintf(b->s->out, "\n");
     fflush(b->s->out);
   }
-  int rc = ctx_archive_write(lib, inputs, 3, &error) ? 0 : CTX_EXIT_ICE;
+  int rc = ctx_archive_write(lib, inputs, n, &error) ? 0 : CTX_EXIT_ICE;
   if (rc) fprintf(stderr, "ctx: error: %s\n", error);
   free(error);
   free(obj);
@@ -435,7 +445,11 @@ static int kernel_and_model(CtxBuild *b, const char *kernel_o) {
     return ptx_object(b, kernel_o) ? kernel_failed(b) : model_sources(b, true, NULL);
   pid_t cc = 0;
   int rc = model_sources(b, false, &cc);
-  bool ok = cg_emit_object_cpu(b->k, kernel_o, b->s->opts.build.cpu, &b->s->diag);
+  char *part_o = out_path(b, "", "_kernel_part.o");
+  int nobj = cg_emit_objects_cpu(b->k, kernel_o, part_o, b->s->opts.build.cpu, &b->s->diag);
+  b->kernel_part = nobj == 2 ? part_o : NULL;
+  if (nobj != 2) free(part_o);
+  bool ok = nobj > 0;
   if (cc) rc = wait_tool(cc, cc_name(), "compiling the model");
   return ok ? rc : kernel_failed(b);
 }
@@ -493,6 +507,7 @@ int ctx_build(CtxSession *s) {
   rc = build_all(&b);
   ctx_model_desc_free(&b.desc);
   free(b.upper);
+  free(b.kernel_part);
   free(b.ptx);
   ctx_build_runtime_free(&b.rt);
   return rc;

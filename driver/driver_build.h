@@ -16,6 +16,7 @@ typedef struct {
   char *upper;      /* the same in upper case (macros) */
   char *ptx;        /* --target cuda: the kernel's PTX */
   CtxRuntime rt;    /* the libctxrt.a and ctxrt.h it links */
+  char *kernel_part; /* the kernel's second object (NAME_kernel_part.o), or NULL */
 } CtxBuild;
 
 /* NAME.h: the documented API of the library [b] builds, into [h]. */

@@ -165,7 +165,8 @@ static const char params_options[] =
 static const char build_options[] =
     "  -o, --output DIR   the output directory (made when missing): libNAME.so,\n"
     "                     libNAME.a, NAME.h (the API; NAME is the model's name),\n"
-    "                     and the intermediate NAME_kernel.o, NAME_model.c/.o\n"
+    "                     and the intermediate NAME_kernel.o (and NAME_kernel_part.o,\n"
+    "                     the part compiled on a second CPU), NAME_model.c/.o\n"
     "  --name NAME        the library's name and symbol prefix (default: the\n"
     "                     model's); builds of one model with other dims and names\n"
     "                     link into one program\n"

@@ -840,7 +840,10 @@ END_TEST
 
 /* ---- a node's matrix in a register tile: copied only when strided ---------- */
 
-enum { MN = 2, MI = 16, MK = 20 }; /* nodes, weight rows (tiled), reduction */
+/* nodes, weight rows (tiled), reduction: long enough that the copy stays a
+ * loop (of 20 rows, in the tile's function of its own, LLVM unrolled it and
+ * kept the rows in registers) */
+enum { MN = 2, MI = 16, MK = 160 };
 
 /* out[n, i, j] = sum(k) w[i * MK + k] * m[n][k * S + j] for j < J: a node's
  * matrix (rows S floats apart) times weights, the i loop tiled 4 rows x J

@@ -141,6 +141,33 @@ def ctx_run_rows(a, model, h, trees, tmp):
     return read_npy(npy)
 
 
+def check_compile_parts(a, model, trees, env):
+    """The kernel compiled on one thread (CTX_COMPILE_THREADS=1: one object)
+    and in two parts on two (NAME_kernel_part.o beside NAME_kernel.o): the
+    .a and the .so of either give the same outputs, bit for bit."""
+    rows = []
+    for threads in ("1", "2"):
+        out = os.path.join(a.tmp, "parts" + threads)
+        run([a.ctx, "build", model, "-D", f"H={H}", "-o", out],
+            env=dict(env, CTX_COMPILE_THREADS=threads))
+        part = os.path.join(out, "treelstm_kernel_part.o")
+        assert os.path.exists(part) == (threads == "2"), (threads, os.listdir(out))
+        for lib in ("a", "so"):
+            exe = os.path.join(out, "embed_" + lib)
+            libargs = ([os.path.join(out, "libtreelstm.a"), "-ljansson", "-lm", "-lpthread"]
+                       if lib == "a" else ["-L", out, "-ltreelstm", "-Wl,-rpath," + out])
+            run(shlex.split(a.cc) + ["-std=c11", "-I", out,
+                                     os.path.join(a.src, "examples", "embed", "embed.c")] +
+                libargs + ["-o", exe])
+            rows.append(parse_rows(run([exe, trees]).stdout))
+    # a rebuild on one thread removes the earlier build's second part
+    out = os.path.join(a.tmp, "parts2")
+    run([a.ctx, "build", model, "-D", f"H={H}", "-o", out], env=dict(env, CTX_COMPILE_THREADS="1"))
+    assert not os.path.exists(os.path.join(out, "treelstm_kernel_part.o")), os.listdir(out)
+    for r in rows[1:]:
+        assert_close(r, rows[0], 0, 0, "one thread's and two threads' kernel")
+
+
 def check_two_libraries(a, model, trees, env):
     """treelstm at H=64 as 'a' and H=128 as 'b', both archives in one program."""
     outs = {n: os.path.join(a.tmp, "lib_" + n) for n in ("a", "b")}
@@ -267,9 +294,11 @@ def main():
         assert "arrays: error: structure 1, node 0: 3 children, more than the maximum 2" \
             in p.stderr, p.stderr
     check_two_libraries(a, model, trees, env)
+    check_compile_parts(a, model, trees, env)
     check_cpu_levels(a, model, trees, env)
     print(f"aot_embed: ok ({len(got)} trees, H={H}, .so and .a, default and file weights, "
-          "text and arrays, two libraries in one program, --cpu levels)")
+          "text and arrays, two libraries in one program, a kernel in one and two parts, "
+          "--cpu levels)")
 
 
 if __name__ == "__main__":
