@@ -24,6 +24,7 @@
 #include <ar.h>
 #include <elf.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,18 +99,13 @@ typedef struct {
   int sym_size, st_info, st_shndx;             /* in a symbol */
 } ElfLayout;
 
-static const ElfLayout elf64 = {
-    offsetof(Elf64_Ehdr, e_shoff),  8, offsetof(Elf64_Ehdr, e_shentsize),
-    offsetof(Elf64_Ehdr, e_shnum),  offsetof(Elf64_Shdr, sh_type),
-    offsetof(Elf64_Shdr, sh_offset), offsetof(Elf64_Shdr, sh_size),
-    offsetof(Elf64_Shdr, sh_link), 8, sizeof(Elf64_Sym), offsetof(Elf64_Sym, st_info),
-    offsetof(Elf64_Sym, st_shndx)};
-static const ElfLayout elf32 = {
-    offsetof(Elf32_Ehdr, e_shoff),  4, offsetof(Elf32_Ehdr, e_shentsize),
-    offsetof(Elf32_Ehdr, e_shnum),  offsetof(Elf32_Shdr, sh_type),
-    offsetof(Elf32_Shdr, sh_offset), offsetof(Elf32_Shdr, sh_size),
-    offsetof(Elf32_Shdr, sh_link), 4, sizeof(Elf32_Sym), offsetof(Elf32_Sym, st_info),
-    offsetof(Elf32_Sym, st_shndx)};
+#define ELF_LAYOUT(Ehdr, Shdr, Sym, word)                                                 \
+  {offsetof(Ehdr, e_shoff),   word,                      offsetof(Ehdr, e_shentsize),   \
+   offsetof(Ehdr, e_shnum),   offsetof(Shdr, sh_type),   offsetof(Shdr, sh_offset),     \
+   offsetof(Shdr, sh_size),   offsetof(Shdr, sh_link),   word,                          \
+   sizeof(Sym),               offsetof(Sym, st_info),    offsetof(Sym, st_shndx)}
+static const ElfLayout elf64 = ELF_LAYOUT(Elf64_Ehdr, Elf64_Shdr, Elf64_Sym, 8);
+static const ElfLayout elf32 = ELF_LAYOUT(Elf32_Ehdr, Elf32_Shdr, Elf32_Sym, 4);
 
 /* Whether [off, off + len) lies inside a member of [size] bytes. */
 static bool inside(uint64_t off, uint64_t len, size_t size) {
