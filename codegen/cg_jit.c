@@ -433,7 +433,8 @@ static LLVMCodeGenOptLevel codegen_level(const CgJitOptions *o) {
 static const char parts_magic[] = "ctx parts\n";
 
 static LLVMMemoryBufferRef pack_parts(LLVMMemoryBufferRef obj[2]) {
-  size_t m = sizeof parts_magic - 1, n0 = LLVMGetBufferSize(obj[0]), n1 = LLVMGetBufferSize(obj[1]);
+  size_t m = sizeof parts_magic - 1;
+  size_t n0 = LLVMGetBufferSize(obj[0]), n1 = LLVMGetBufferSize(obj[1]);
   uint64_t sizes[2] = {n0, n1};
   char *blob = ctx_xmalloc(m + sizeof sizes + n0 + n1);
   memcpy(blob, parts_magic, m);
@@ -459,9 +460,11 @@ static int unpack_parts(LLVMMemoryBufferRef blob, LLVMMemoryBufferRef obj[2]) {
   int got = 0;
   if (n >= m + sizeof sizes) {
     memcpy(sizes, p + m, sizeof sizes);
-    if (sizes[0] <= n - m - sizeof sizes && sizes[1] == n - m - sizeof sizes - sizes[0]) {
-      obj[0] = LLVMCreateMemoryBufferWithMemoryRangeCopy(p + m + sizeof sizes, sizes[0], "ctx-cached-kernel");
-      obj[1] = LLVMCreateMemoryBufferWithMemoryRangeCopy(p + m + sizeof sizes + sizes[0], sizes[1],
+    const char *at = p + m + sizeof sizes;
+    size_t rest = n - m - sizeof sizes;
+    if (sizes[0] <= rest && sizes[1] == rest - sizes[0]) {
+      obj[0] = LLVMCreateMemoryBufferWithMemoryRangeCopy(at, sizes[0], "ctx-cached-kernel");
+      obj[1] = LLVMCreateMemoryBufferWithMemoryRangeCopy(at + sizes[0], sizes[1],
                                                          "ctx-cached-kernel-part");
       got = 2;
     }
@@ -525,7 +528,8 @@ CgJit *cg_jit_compile_with(const IlirKernel *k, const CgJitOptions *opts, CtxDia
   /* the second part first: the kernel's object links against its tiles */
   bool ok = j->jit != NULL;
   if (ok && nobj == 2) {
-    LLVMErrorRef err = LLVMOrcLLJITAddObjectFile(j->jit, LLVMOrcLLJITGetMainJITDylib(j->jit), obj[1]);
+    LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(j->jit);
+    LLVMErrorRef err = LLVMOrcLLJITAddObjectFile(j->jit, jd, obj[1]);
     obj[1] = NULL;
     if (err) report_error(diag, "adding the kernel's second part to the JIT", err), ok = false;
   }

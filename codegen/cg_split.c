@@ -38,14 +38,16 @@
 static bool is_tile(LLVMValueRef fn, const char *k) {
   size_t len, kl = strlen(k);
   const char *name = LLVMGetValueName2(fn, &len);
-  return len > kl + 5 && strncmp(name, k, kl) == 0 && strncmp(name + kl, ".tile", 5) == 0 &&
-         LLVMCountBasicBlocks(fn) > 0;
+  return len > kl + 5 && strncmp(name, k, kl) == 0 &&
+         strncmp(name + kl, ".tile", 5) == 0 && LLVMCountBasicBlocks(fn) > 0;
 }
 
 static long instructions(LLVMValueRef fn) {
   long n = 0;
-  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
-    for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i)) n++;
+  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb;
+       bb = LLVMGetNextBasicBlock(bb))
+    for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i))
+      n++;
   return n;
 }
 
@@ -81,7 +83,8 @@ static void keep_only(LLVMModuleRef mod, char **names, int n, bool keep) {
   LLVMValueRef fn = LLVMGetFirstFunction(mod);
   while (fn) {
     LLVMValueRef next = LLVMGetNextFunction(fn);
-    if (LLVMCountBasicBlocks(fn) > 0 && named(fn, names, n) != keep) make_declaration(mod, fn);
+    if (LLVMCountBasicBlocks(fn) > 0 && named(fn, names, n) != keep)
+      make_declaration(mod, fn);
     fn = next;
   }
   for (fn = LLVMGetFirstFunction(mod); fn;) {
@@ -168,8 +171,10 @@ int cg_compile_parts(LLVMModuleRef mod, const char *kernel, LLVMTargetMachineRef
   long size[2] = {0, 0};
   int ntiles = 0;
   for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn)) {
-    if (is_tile(fn, kernel)) ntiles++;
-    else size[0] += instructions(fn);
+    if (is_tile(fn, kernel))
+      ntiles++;
+    else
+      size[0] += instructions(fn);
   }
   LLVMValueRef *tiles = ctx_xmalloc(((size_t)ntiles + 1) * sizeof *tiles);
   long *tsize = ctx_xmalloc(((size_t)ntiles + 1) * sizeof *tsize);
@@ -220,7 +225,8 @@ int cg_compile_parts(LLVMModuleRef mod, const char *kernel, LLVMTargetMachineRef
   free(first.error);
   free(s.part.error);
   if (s.bitcode) LLVMDisposeMemoryBuffer(s.bitcode);
-  for (int i = 0; i < n2; i++) free(second[i]);
+  for (int i = 0; i < n2; i++)
+    free(second[i]);
   free(second);
   free(tiles);
   free(tsize);

@@ -38,12 +38,12 @@ typedef struct {
 } Member;
 
 typedef struct {
-  CtxArena *arena;          /* the members, their names, the inputs' bytes */
-  CtxVec members;           /* Member * */
-  CtxBuf symbols;           /* the index's names, NUL-terminated */
-  uint32_t *symbol_member;  /* each symbol's member */
+  CtxArena *arena;         /* the members, their names, the inputs' bytes */
+  CtxVec members;          /* Member * */
+  CtxBuf symbols;          /* the index's names, NUL-terminated */
+  uint32_t *symbol_member; /* each symbol's member */
   size_t nsym, cap;
-  char *error;              /* the first error, malloc'd */
+  char *error; /* the first error, malloc'd */
 } Archive;
 
 static bool fail(Archive *a, const char *fmt, const char *path, const char *why) {
@@ -99,11 +99,13 @@ typedef struct {
   int sym_size, st_info, st_shndx;             /* in a symbol */
 } ElfLayout;
 
-#define ELF_LAYOUT(Ehdr, Shdr, Sym, word)                                                 \
-  {offsetof(Ehdr, e_shoff),   word,                      offsetof(Ehdr, e_shentsize),   \
-   offsetof(Ehdr, e_shnum),   offsetof(Shdr, sh_type),   offsetof(Shdr, sh_offset),     \
-   offsetof(Shdr, sh_size),   offsetof(Shdr, sh_link),   word,                          \
-   sizeof(Sym),               offsetof(Sym, st_info),    offsetof(Sym, st_shndx)}
+#define ELF_LAYOUT(Ehdr, Shdr, Sym, word)                                                \
+  {                                                                                      \
+    offsetof(Ehdr, e_shoff), word, offsetof(Ehdr, e_shentsize), offsetof(Ehdr, e_shnum), \
+        offsetof(Shdr, sh_type), offsetof(Shdr, sh_offset), offsetof(Shdr, sh_size),     \
+        offsetof(Shdr, sh_link), word, sizeof(Sym), offsetof(Sym, st_info),              \
+        offsetof(Sym, st_shndx)                                                          \
+  }
 static const ElfLayout elf64 = ELF_LAYOUT(Elf64_Ehdr, Elf64_Shdr, Elf64_Sym, 8);
 static const ElfLayout elf32 = ELF_LAYOUT(Elf32_Ehdr, Elf32_Shdr, Elf32_Sym, 4);
 
@@ -120,12 +122,14 @@ static bool index_member(Archive *a, const Member *m, uint32_t mi) {
   const int host_data = *(const unsigned char *)&one ? ELFDATA2LSB : ELFDATA2MSB;
   if (m->size < EI_NIDENT || memcmp(d, ELFMAG, SELFMAG) != 0 || d[EI_DATA] != host_data ||
       (d[EI_CLASS] != ELFCLASS64 && d[EI_CLASS] != ELFCLASS32))
-    return fail(a, "cannot index '%s': %s is not an ELF object of this host", path, m->name);
+    return fail(a, "cannot index '%s': %s is not an ELF object of this host", path,
+                m->name);
   const ElfLayout *L = d[EI_CLASS] == ELFCLASS64 ? &elf64 : &elf32;
   size_t ehsize = d[EI_CLASS] == ELFCLASS64 ? sizeof(Elf64_Ehdr) : sizeof(Elf32_Ehdr);
   if (m->size < ehsize || field(d + offsetof(Elf64_Ehdr, e_type), 2) != ET_REL)
     return fail(a, "cannot index '%s': %s is not a relocatable object", path, m->name);
-  uint64_t shoff = field(d + L->shoff, L->shoff_w), shentsize = field(d + L->shentsize, 2);
+  uint64_t shoff = field(d + L->shoff, L->shoff_w),
+           shentsize = field(d + L->shentsize, 2);
   uint64_t shnum = field(d + L->shnum, 2);
   if (shoff && shnum == 0 && inside(shoff, shentsize, m->size)) /* extended numbering */
     shnum = field(d + shoff + L->sh_size, L->w);
@@ -152,12 +156,15 @@ static bool index_member(Archive *a, const Member *m, uint32_t mi) {
         continue;
       const char *sname = (const char *)d + str_off + name;
       if (strncmp(sname, "__gnu_lto_", 10) == 0)
-        return fail(a, "cannot index '%s': %s holds GCC's LTO bytecode; build the "
-                    "runtime without -flto", path, m->name);
+        return fail(a,
+                    "cannot index '%s': %s holds GCC's LTO bytecode; build the "
+                    "runtime without -flto",
+                    path, m->name);
       ctx_buf_write(&a->symbols, sname, strlen(sname) + 1);
       if (a->nsym == a->cap) {
         a->cap = a->cap ? 2 * a->cap : 256;
-        a->symbol_member = ctx_xrealloc(a->symbol_member, a->cap * sizeof *a->symbol_member);
+        a->symbol_member =
+            ctx_xrealloc(a->symbol_member, a->cap * sizeof *a->symbol_member);
       }
       a->symbol_member[a->nsym++] = mi;
     }
@@ -172,8 +179,8 @@ static const char *base_name(const char *path) {
   return slash ? slash + 1 : path;
 }
 
-static void add_member(Archive *a, const char *name, const unsigned char *data, size_t size,
-                       const char *input) {
+static void add_member(Archive *a, const char *name, const unsigned char *data,
+                       size_t size, const char *input) {
   Member *m = CTX_NEW(a->arena, Member);
   *m = (Member){name, data, size, input};
   ctx_vec_push(a->arena, &a->members, m);
@@ -181,7 +188,8 @@ static void add_member(Archive *a, const char *name, const unsigned char *data, 
 
 /* The members of the archive [d] ([size] bytes, read from [path]); the
  * archive's own index and name table are not members. */
-static bool add_archive(Archive *a, const char *path, const unsigned char *d, size_t size) {
+static bool add_archive(Archive *a, const char *path, const unsigned char *d,
+                        size_t size) {
   const unsigned char *names = NULL;
   size_t names_size = 0;
   for (size_t at = SARMAG; at < size;) {
@@ -194,7 +202,8 @@ static bool add_archive(Archive *a, const char *path, const unsigned char *d, si
     unsigned long long msize = strtoull(hdr + 48, &end, 10);
     const unsigned char *data = d + at + 60;
     if (end == hdr + 48 || msize > size - at - 60)
-      return fail(a, "cannot read '%s': %s", path, "a member runs past the archive's end");
+      return fail(a, "cannot read '%s': %s", path,
+                  "a member runs past the archive's end");
     hdr[16] = '\0';
     if (strncmp(hdr, "//", 2) == 0) {
       names = data;
@@ -209,12 +218,14 @@ static bool add_archive(Archive *a, const char *path, const unsigned char *d, si
           return fail(a, "cannot read '%s': %s", path, "a member's long name is missing");
         const char *s = (const char *)names + off;
         size_t n = 0;
-        while (off + n < names_size && s[n] != '/' && s[n] != '\n') n++;
+        while (off + n < names_size && s[n] != '/' && s[n] != '\n')
+          n++;
         name = ctx_arena_strndup(a->arena, s, n);
       } else {
         size_t n = strcspn(hdr, "/ ");
         if (n == 0 || n > 15 || hdr[n] != '/')
-          return fail(a, "cannot read '%s': %s", path, "a member name in a format not read "
+          return fail(a, "cannot read '%s': %s", path,
+                      "a member name in a format not read "
                       "here (only System V / GNU archives are)");
         name = ctx_arena_strndup(a->arena, hdr, n);
       }
@@ -277,7 +288,8 @@ static bool write_archive(Archive *a, CtxBuf *out) {
     ctx_buf_write(out, ARMAG, SARMAG);
     header(out, "/", index_size);
     put_be32(out, (uint32_t)nsym);
-    for (size_t s = 0; s < nsym; s++) put_be32(out, offset[a->symbol_member[s]]);
+    for (size_t s = 0; s < nsym; s++)
+      put_be32(out, offset[a->symbol_member[s]]);
     ctx_buf_write(out, a->symbols.data, a->symbols.len);
     if (index_size & 1) ctx_buf_write(out, "\n", 1);
     if (longnames.len) {
@@ -298,7 +310,8 @@ static bool write_archive(Archive *a, CtxBuf *out) {
   return ok;
 }
 
-bool ctx_archive_write(const char *out_path, const char *const *inputs, int n, char **error) {
+bool ctx_archive_write(const char *out_path, const char *const *inputs, int n,
+                       char **error) {
   Archive a;
   memset(&a, 0, sizeof a);
   a.arena = ctx_arena_new();
@@ -307,7 +320,8 @@ bool ctx_archive_write(const char *out_path, const char *const *inputs, int n, c
   for (int i = 0; ok && i < n; i++) {
     size_t size;
     const unsigned char *d = slurp(&a, inputs[i], &size);
-    if (!d) ok = false;
+    if (!d)
+      ok = false;
     else if (size >= SARMAG && memcmp(d, ARMAG, SARMAG) == 0)
       ok = add_archive(&a, inputs[i], d, size);
     else
@@ -323,7 +337,8 @@ bool ctx_archive_write(const char *out_path, const char *const *inputs, int n, c
     FILE *f = fopen(out_path, "wb");
     bool written = f && fwrite(bytes.data, 1, bytes.len, f) == bytes.len;
     if (f && fclose(f) != 0) written = false;
-    if (!written) ok = fail(&a, "cannot write '%s': %s", out_path, strerror(errno ? errno : EIO));
+    if (!written)
+      ok = fail(&a, "cannot write '%s': %s", out_path, strerror(errno ? errno : EIO));
   }
   ctx_buf_free(&bytes);
   *error = a.error;
