@@ -156,8 +156,8 @@ def check_compile_parts(a, model, trees, env):
             exe = os.path.join(out, "embed_" + lib)
             libargs = ([os.path.join(out, "libtreelstm.a"), "-ljansson", "-lm", "-lpthread"]
                        if lib == "a" else ["-L", out, "-ltreelstm", "-Wl,-rpath," + out])
-            run(shlex.split(a.cc) + ["-std=c11", "-I", out,
-                                     os.path.join(a.src, "examples", "embed", "embed.c")] +
+            embed = os.path.join(a.src, "examples", "embed", "embed.c")
+            run(shlex.split(a.cc) + shlex.split(a.cflags) + ["-std=c11", "-I", out, embed] +
                 libargs + ["-o", exe])
             rows.append(parse_rows(run([exe, trees]).stdout))
     # a rebuild on one thread removes the earlier build's second part
