@@ -89,24 +89,6 @@ static char *entry_path(const char *dir, const CtxBuf *key) {
   return path;
 }
 
-/* The whole file at [path] (malloc'ed, *size its length), or NULL. */
-static char *read_file(const char *path, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  char *data = NULL;
-  long n = -1;
-  if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
-    data = ctx_xmalloc((size_t)n + 1);
-    if (fread(data, 1, (size_t)n, f) != (size_t)n) {
-      free(data);
-      data = NULL;
-    }
-  }
-  fclose(f);
-  if (data) *size = (size_t)n;
-  return data;
-}
-
 /* The line after an entry's key: the object's length and 64-bit hash, so
  * that a file damaged after it was written is a miss. */
 static void object_line(char *line, size_t n, const char *obj, size_t size) {
@@ -116,7 +98,7 @@ static void object_line(char *line, size_t n, const char *obj, size_t size) {
 LLVMMemoryBufferRef cg_cache_load(const char *dir, const CtxBuf *key) {
   char *path = entry_path(dir, key);
   size_t size = 0;
-  char *data = read_file(path, &size);
+  char *data = ctx_read_file(path, &size);
   const char *k = ctx_buf_str(key);
   size_t klen = strlen(k);
   LLVMMemoryBufferRef obj = NULL;

@@ -976,6 +976,30 @@ static void cpu_attrs(CgEmit *E, LLVMValueRef fn) {
                                                     sizeof rval - 1));
 }
 
+/* What [fn]'s first parameters, the kernel's buffers, promise: noalias
+ * (but writable ones where the target lets them alias), readonly. */
+static void buffer_attrs(CgEmit *E, LLVMValueRef fn) {
+  for (int i = 0; i < E->k->nbufs; i++) {
+    bool writable = buf_writable(E->k->bufs[i].kind);
+    if (!writable || !E->tgt->alias_writable) add_attr(E, fn, (unsigned)i + 1, "noalias");
+    if (!writable) add_attr(E, fn, (unsigned)i + 1, "readonly");
+  }
+}
+
+/* Binds [E] to [fn]'s parameters (b0, ..., num_nodes, num_levels, tid,
+ * nthreads, barrier, barrier_ctx, ...), the body's and a tile's first ones. */
+static void bind_params(CgEmit *E, LLVMValueRef fn) {
+  unsigned n = (unsigned)E->k->nbufs;
+  E->fn = fn;
+  for (unsigned i = 0; i < n; i++) E->bufs[i] = LLVMGetParam(fn, i);
+  E->args[0] = LLVMGetParam(fn, n);
+  E->args[1] = LLVMGetParam(fn, n + 1);
+  E->tid = LLVMGetParam(fn, n + 2);
+  E->nthreads = LLVMGetParam(fn, n + 3);
+  E->barrier = LLVMGetParam(fn, n + 4);
+  E->barrier_ctx = LLVMGetParam(fn, n + 5);
+}
+
 /* The internal body: (ptr noalias b0, ..., i64 num_nodes, i64 num_levels,
  * i64 tid, i64 nthreads, ptr barrier, ptr barrier_ctx). */
 static LLVMValueRef body_function(CgEmit *E) {
@@ -998,11 +1022,7 @@ static LLVMValueRef body_function(CgEmit *E) {
   add_attr(E, fn, LLVMAttributeFunctionIndex, inline_body ? "alwaysinline" : "noinline");
   add_attr(E, fn, LLVMAttributeFunctionIndex, "nounwind");
   if (!inline_body) cpu_attrs(E, fn);
-  for (int i = 0; i < n; i++) {
-    bool writable = buf_writable(E->k->bufs[i].kind);
-    if (!writable || !E->tgt->alias_writable) add_attr(E, fn, (unsigned)i + 1, "noalias");
-    if (!writable) add_attr(E, fn, (unsigned)i + 1, "readonly");
-  }
+  buffer_attrs(E, fn);
   return fn;
 }
 
@@ -1064,25 +1084,14 @@ static void emit_tiled_outlined(CgEmit *E, const IlirStmt *s) {
   add_attr(E, fn, LLVMAttributeFunctionIndex, "noinline");
   add_attr(E, fn, LLVMAttributeFunctionIndex, "nounwind");
   cpu_attrs(E, fn);
-  for (int i = 0; i < n; i++) {
-    bool writable = buf_writable(E->k->bufs[i].kind);
-    if (!writable || !E->tgt->alias_writable) add_attr(E, fn, (unsigned)i + 1, "noalias");
-    if (!writable) add_attr(E, fn, (unsigned)i + 1, "readonly");
-  }
+  buffer_attrs(E, fn);
   /* The tile, emitted in the new function by a copy of the emitter bound to
    * its parameters. */
   CgEmit T = *E;
-  T.fn = fn;
   T.bufs = ctx_xmalloc(((size_t)n + 1) * sizeof *T.bufs);
   T.vars = calloc((size_t)nv + 1, sizeof *T.vars);
   if (!T.vars) ctx_oom();
-  for (int i = 0; i < n; i++) T.bufs[i] = LLVMGetParam(fn, (unsigned)i);
-  T.args[0] = LLVMGetParam(fn, (unsigned)n);
-  T.args[1] = LLVMGetParam(fn, (unsigned)n + 1);
-  T.tid = LLVMGetParam(fn, (unsigned)n + 2);
-  T.nthreads = LLVMGetParam(fn, (unsigned)n + 3);
-  T.barrier = LLVMGetParam(fn, (unsigned)n + 4);
-  T.barrier_ctx = LLVMGetParam(fn, (unsigned)n + 5);
+  bind_params(&T, fn);
   T.synced_after = follows ? E->synced_after : NULL;
   T.synced_when = follows ? LLVMGetParam(fn, (unsigned)n + TEAM_ARGS) : NULL;
   if (E->level) T.level = LLVMGetParam(fn, (unsigned)np - 1);
@@ -1169,14 +1178,7 @@ static bool emit_module(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel 
   E.bufs = ctx_xmalloc(((size_t)k->nbufs + 1) * sizeof *E.bufs);
   E.vars = calloc((size_t)k->nvars + 1, sizeof *E.vars);
   if (!E.vars) ctx_oom();
-  E.fn = body_function(&E);
-  for (int i = 0; i < k->nbufs; i++) E.bufs[i] = LLVMGetParam(E.fn, (unsigned)i);
-  E.args[0] = LLVMGetParam(E.fn, (unsigned)k->nbufs);
-  E.args[1] = LLVMGetParam(E.fn, (unsigned)k->nbufs + 1);
-  E.tid = LLVMGetParam(E.fn, (unsigned)k->nbufs + 2);
-  E.nthreads = LLVMGetParam(E.fn, (unsigned)k->nbufs + 3);
-  E.barrier = LLVMGetParam(E.fn, (unsigned)k->nbufs + 4);
-  E.barrier_ctx = LLVMGetParam(E.fn, (unsigned)k->nbufs + 5);
+  bind_params(&E, body_function(&E));
   LLVMPositionBuilderAtEnd(E.b, cg_new_block(&E, "entry"));
   emit_block(&E, &k->body);
   LLVMBuildRetVoid(E.b);

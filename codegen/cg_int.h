@@ -88,6 +88,7 @@ uint64_t cg_fnv64(const char *p, size_t n);
 bool cg_cache_key(CtxBuf *key, LLVMModuleRef mod, LLVMTargetMachineRef tm, const char *passes,
                   int codegen_level, const char *llvm_options);
 LLVMMemoryBufferRef cg_cache_load(const char *dir, const CtxBuf *key);
+void cg_cache_store(const char *dir, const CtxBuf *key, LLVMMemoryBufferRef obj);
 
 /* A kernel compiled in parts (cg_split.c). cg_compile_threads: the threads
  * it may compile on, 2 on a host of two or more CPUs, else 1
@@ -96,12 +97,14 @@ LLVMMemoryBufferRef cg_cache_load(const char *dir, const CtxBuf *key);
  * obj[0]; with [tm2] (a second target machine, the same CPU) a share of its
  * tiles goes to obj[1], compiled on a second thread, their symbols global
  * ([hidden]: of hidden visibility, for a shared library). Returns the
- * objects made, 0 after an internal compiler error reported to [diag]. */
+ * objects made, 0 after an internal compiler error reported to [diag].
+ * cg_optimize runs [passes] over [mod] for [tm]: NULL, or LLVM's message
+ * (malloc'd; callable from any thread). */
 int cg_compile_threads(void);
+char *cg_optimize(LLVMModuleRef mod, const char *passes, LLVMTargetMachineRef tm);
 int cg_compile_parts(LLVMModuleRef mod, const char *kernel, LLVMTargetMachineRef tm,
                      LLVMTargetMachineRef tm2, bool hidden, const char *passes,
                      LLVMMemoryBufferRef obj[2], CtxDiag *diag);
-void cg_cache_store(const char *dir, const CtxBuf *key, LLVMMemoryBufferRef obj);
 
 /* The vector registers of a CPU with [features] (NULL: the host's), floats
  * per register and registers (cg_emit.c). */

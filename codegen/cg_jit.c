@@ -24,7 +24,6 @@
 #include <llvm-c/Orc.h>
 #include <llvm-c/OrcEE.h>
 #include <llvm-c/Target.h>
-#include <llvm-c/Transforms/PassBuilder.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,11 +187,11 @@ static const char *pass_pipeline(const CgJitOptions *o) {
 /* Runs [o]'s pass pipeline over [mod]; false after an error. */
 static bool optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, const CgJitOptions *o,
                      CtxDiag *diag) {
-  LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
-  LLVMErrorRef err = LLVMRunPasses(mod, pass_pipeline(o), tm, opts);
-  LLVMDisposePassBuilderOptions(opts);
-  if (err) report_error(diag, "optimizing the kernel", err);
-  return !err;
+  char *error = cg_optimize(mod, pass_pipeline(o), tm);
+  bool ok = !error;
+  if (error) CTX_ICE(diag, "codegen: %s", error);
+  free(error);
+  return ok;
 }
 
 /* The optimized module of [k] in [ctx] for [tm], or NULL after an error. */
@@ -664,13 +663,4 @@ int cg_emit_objects_cpu(const IlirKernel *k, const char *path, const char *path2
   LLVMDisposeTargetMachine(tm);
   if (tm2) LLVMDisposeTargetMachine(tm2);
   return n;
-}
-
-bool cg_emit_object(const IlirKernel *k, const char *path, CtxDiag *diag) {
-  return cg_emit_objects_cpu(k, path, NULL, NULL, diag) == 1;
-}
-
-bool cg_emit_object_cpu(const IlirKernel *k, const char *path, const char *cpu,
-                        CtxDiag *diag) {
-  return cg_emit_objects_cpu(k, path, NULL, cpu, diag) == 1;
 }

@@ -51,14 +51,20 @@ static long instructions(LLVMValueRef fn) {
   return n;
 }
 
-/* Turns [fn] into a declaration of the same name, type and visibility
- * (LLVM-C has no "delete the body": a new declaration takes its uses). */
-static void make_declaration(LLVMModuleRef mod, LLVMValueRef fn) {
+/* [fn]'s name, malloc'd. */
+static char *name_of(LLVMValueRef fn) {
   size_t len;
   const char *name = LLVMGetValueName2(fn, &len);
   char *copy = ctx_xmalloc(len + 1);
   memcpy(copy, name, len);
   copy[len] = '\0';
+  return copy;
+}
+
+/* Turns [fn] into a declaration of the same name, type and visibility
+ * (LLVM-C has no "delete the body": a new declaration takes its uses). */
+static void make_declaration(LLVMModuleRef mod, LLVMValueRef fn) {
+  char *copy = name_of(fn);
   LLVMSetValueName2(fn, "", 0);
   LLVMValueRef decl = LLVMAddFunction(mod, copy, LLVMGlobalGetValueType(fn));
   LLVMSetVisibility(decl, LLVMGetVisibility(fn));
@@ -110,23 +116,31 @@ typedef struct {
   char *error;             /* what failed, malloc'd */
 } Part;
 
-static void part_error(Part *p, const char *what, char *msg) {
+/* "[what]: [msg]", malloc'd. */
+static char *message(const char *what, const char *msg) {
   size_t n = strlen(what) + (msg ? strlen(msg) : 0) + 3;
-  p->error = ctx_xmalloc(n);
-  snprintf(p->error, n, "%s: %s", what, msg ? msg : "");
+  char *m = ctx_xmalloc(n);
+  snprintf(m, n, "%s: %s", what, msg ? msg : "");
+  return m;
+}
+
+static void part_error(Part *p, const char *what, char *msg) { p->error = message(what, msg); }
+
+char *cg_optimize(LLVMModuleRef mod, const char *passes, LLVMTargetMachineRef tm) {
+  LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
+  LLVMErrorRef err = LLVMRunPasses(mod, passes, tm, opts);
+  LLVMDisposePassBuilderOptions(opts);
+  if (!err) return NULL;
+  char *msg = LLVMGetErrorMessage(err);
+  char *m = message("optimizing the kernel", msg);
+  LLVMDisposeErrorMessage(msg);
+  return m;
 }
 
 /* Optimizes and compiles one part. */
 static void compile_part(Part *p) {
-  LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
-  LLVMErrorRef err = LLVMRunPasses(p->mod, p->passes, p->tm, opts);
-  LLVMDisposePassBuilderOptions(opts);
-  if (err) {
-    char *msg = LLVMGetErrorMessage(err);
-    part_error(p, "optimizing the kernel", msg);
-    LLVMDisposeErrorMessage(msg);
-    return;
-  }
+  p->error = cg_optimize(p->mod, p->passes, p->tm);
+  if (p->error) return;
   char *msg = NULL;
   if (LLVMTargetMachineEmitToMemoryBuffer(p->tm, p->mod, LLVMObjectFile, &msg, &p->obj)) {
     part_error(p, "compiling the kernel", msg);
@@ -190,11 +204,7 @@ int cg_compile_parts(LLVMModuleRef mod, const char *kernel, LLVMTargetMachineRef
     int to = size[1] < size[0];
     size[to] += tsize[big];
     if (to == 1) {
-      size_t len;
-      const char *name = LLVMGetValueName2(tiles[big], &len);
-      second[n2] = ctx_xmalloc(len + 1);
-      memcpy(second[n2], name, len);
-      second[n2++][len] = '\0';
+      second[n2++] = name_of(tiles[big]);
       LLVMSetLinkage(tiles[big], LLVMExternalLinkage);
       if (hidden) LLVMSetVisibility(tiles[big], LLVMHiddenVisibility);
     }

@@ -120,7 +120,7 @@ void *cg_jit_call_entry(const CgJit *jit);
 bool cg_kernel_fingerprint(const IlirKernel *k, uint64_t *hash, CtxDiag *diag);
 
 /* Appends the optimized LLVM IR of [k] for the CPU [cpu] (as
- * cg_emit_object_cpu takes it; NULL: this host's) as text to [out] (ctx check
+ * cg_emit_objects_cpu takes it; NULL: this host's) as text to [out] (ctx check
  * --dump=llvm). Returns false after reporting an internal compiler error to
  * [diag]. */
 bool cg_emit_llvm(CtxBuf *out, const IlirKernel *k, const char *cpu, CtxDiag *diag);
@@ -130,33 +130,25 @@ bool cg_emit_llvm(CtxBuf *out, const IlirKernel *k, const char *cpu, CtxDiag *di
  * [diag]. */
 bool cg_emit_asm(CtxBuf *out, const IlirKernel *k, const char *cpu, CtxDiag *diag);
 
-/* Writes [k] as a position-independent object file for the host CPU (its name
- * and features, default<O3> as the JIT does) to [path]; the kernel's symbol is
- * k->name, and it calls libm (tanhf, ...). Returns false after reporting an
- * internal compiler error to [diag] (LLVM's message, or a file it cannot
- * write). */
-bool cg_emit_object(const IlirKernel *k, const char *path, CtxDiag *diag);
-
-/* Like cg_emit_object, for the CPU [cpu]: NULL or "native" (the host, as
- * cg_emit_object), "generic" (any x86-64: SSE2), "x86-64-v3" (AVX2, FMA) or
- * "x86-64-v4" (AVX-512), the x86-64 psABI levels, so that a library runs on
- * machines other than the one that built it. */
-bool cg_emit_object_cpu(const IlirKernel *k, const char *path, const char *cpu,
-                        CtxDiag *diag);
-
-/* Like cg_emit_object_cpu, compiled on two threads where the host has two
- * CPUs (cg_split.c): the kernel's object goes to [path] and, when it was
- * compiled in two parts, its second part to [path2] (else [path2] is
- * removed). Returns the files written (1 or 2), 0 after reporting an
- * internal compiler error to [diag]. Both link into one kernel. */
+/* Writes [k] as position-independent object code (default<O3> as the JIT
+ * does) for the CPU [cpu]: NULL or "native" (the host's name and features),
+ * "generic" (any x86-64: SSE2), "x86-64-v3" (AVX2, FMA) or "x86-64-v4"
+ * (AVX-512), the x86-64 psABI levels, so that a library runs on machines
+ * other than the one that built it. The kernel's symbol is k->name, and it
+ * calls libm (tanhf, ...). Where the host has two CPUs it compiles on two
+ * threads (cg_split.c): the object goes to [path] and, when it was compiled
+ * in two parts, the second part to [path2] (else [path2], when given, is
+ * removed); both link into one kernel. Returns the files written (1 or 2),
+ * 0 after reporting an internal compiler error to [diag] (LLVM's message,
+ * or a file it cannot write). */
 int cg_emit_objects_cpu(const IlirKernel *k, const char *path, const char *path2,
                         const char *cpu, CtxDiag *diag);
 
-/* Whether [cpu] is a CPU cg_emit_object_cpu takes on this host (the x86-64
+/* Whether [cpu] is a CPU cg_emit_objects_cpu takes on this host (the x86-64
  * levels only on an x86-64 host). */
 bool cg_cpu_valid(const char *cpu);
 
-/* The vector registers the kernel for [cpu] (as cg_emit_object_cpu takes it;
+/* The vector registers the kernel for [cpu] (as cg_emit_objects_cpu takes it;
  * NULL: the host) is emitted for, floats per register and registers: what
  * register tiles are sized for (SchedPlan vec_floats, vec_regs). */
 void cg_cpu_vectors(const char *cpu, int *floats, int *regs);

@@ -38,8 +38,9 @@ typedef struct {
 } Member;
 
 typedef struct {
-  CtxArena *arena;         /* the members, their names, the inputs' bytes */
+  CtxArena *arena;         /* the members and their names */
   CtxVec members;          /* Member * */
+  CtxVec buffers;          /* the inputs' bytes (malloc'd), which members point into */
   CtxBuf symbols;          /* the index's names, NUL-terminated */
   uint32_t *symbol_member; /* each symbol's member */
   size_t nsym, cap;
@@ -55,21 +56,14 @@ static bool fail(Archive *a, const char *fmt, const char *path, const char *why)
   return false;
 }
 
-/* [path]'s bytes into [*size], in [a]'s arena; NULL after an error. */
+/* [path]'s bytes into [*size], kept until the archive is written; NULL
+ * after an error. */
 static unsigned char *slurp(Archive *a, const char *path, size_t *size) {
   errno = 0;
-  FILE *f = fopen(path, "rb");
-  unsigned char *buf = NULL;
-  long n = -1;
-  if (f && fseek(f, 0, SEEK_END) == 0) n = ftell(f);
-  if (n >= 0 && fseek(f, 0, SEEK_SET) == 0) {
-    buf = ctx_arena_alloc(a->arena, (size_t)n);
-    if (fread(buf, 1, (size_t)n, f) != (size_t)n) buf = NULL;
-  }
+  char *buf = ctx_read_file(path, size);
   if (!buf) fail(a, "cannot read '%s': %s", path, strerror(errno ? errno : EIO));
-  if (f) fclose(f);
-  *size = buf ? (size_t)n : 0;
-  return buf;
+  else ctx_vec_push(a->arena, &a->buffers, buf);
+  return (unsigned char *)buf;
 }
 
 /* ---- the symbols an object defines ----------------------------------------- */
@@ -344,6 +338,7 @@ bool ctx_archive_write(const char *out_path, const char *const *inputs, int n,
   *error = a.error;
   free(a.symbol_member);
   ctx_buf_free(&a.symbols);
+  for (int i = 0; i < a.buffers.len; i++) free(a.buffers.items[i]);
   ctx_arena_free(a.arena);
   return ok;
 }

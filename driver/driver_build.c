@@ -1,7 +1,7 @@
 /* driver_build.c — `ctx build MODEL.ctx -o OUTDIR`: a model compiled ahead of
  * time into a library with a small C API.
  *
- *   MODEL.ctx --pipeline, ilir_lower--> kernel --cg_emit_object-->
+ *   MODEL.ctx --pipeline, ilir_lower--> kernel --cg_emit_objects_cpu-->
  *       OUTDIR/NAME_kernel.o (PIC, host CPU, default<O3> as the JIT), and on
  *       a host of two CPUs NAME_kernel_part.o, a share of the kernel's tiles
  *       compiled on a second thread (cg_split.c)
@@ -20,7 +20,7 @@
  * NAME is the model's name or --name's; every generated symbol starts with
  * NAME_ (the kernel's is ctx_NAME_kernel), so libraries of one model built
  * with different dims and names link into one program. --cpu picks the CPU
- * the kernel is compiled for (cg_emit_object_cpu); libctxrt.a and ctxrt.h
+ * the kernel is compiled for (cg_emit_objects_cpu); libctxrt.a and ctxrt.h
  * are ctx_build_runtime's (the ones installed with this ctx). Exit codes: 2
  * for a bad command line or an output directory that cannot be made, 1 for
  * errors in the model, 70 when LLVM or the C compiler fails (their
@@ -292,8 +292,7 @@ static const char *cc_name(void) {
 /* The C compiler's words ($CC split at blanks, else "cc") followed by the
  * [n] words of [args], NULL-terminated; [*copy] holds the words' storage. */
 static char **cc_command(const char *const *args, int n, char **copy) {
-  const char *cc = getenv("CC");
-  if (!cc || !*cc) cc = "cc";
+  const char *cc = cc_name();
   *copy = ctx_xmalloc(strlen(cc) + 1);
   strcpy(*copy, cc);
   char **argv = ctx_xmalloc((strlen(cc) + (size_t)n + 2) * sizeof *argv);
@@ -338,28 +337,37 @@ static int compile_model(const CtxBuild *b, pid_t *pid) {
   return rc;
 }
 
-/* libNAME.so from [kernel_o] and NAME_model.o, started into [*pid]. */
+/* The objects both libraries are made of, into [in]: [kernel_o], the
+ * kernel's second part where it has one, [model_o] and libctxrt.a. Their
+ * count. */
+static int library_inputs(const CtxBuild *b, const char *kernel_o, const char *model_o,
+                          const char *in[4]) {
+  int n = 0;
+  in[n++] = kernel_o;
+  if (b->kernel_part) in[n++] = b->kernel_part;
+  in[n++] = model_o;
+  in[n++] = b->rt.lib;
+  return n;
+}
+
+/* libNAME.so, started into [*pid]. */
 static int link_start(const CtxBuild *b, const char *kernel_o, pid_t *pid) {
   char *obj = out_path(b, "", "_model.o"), *so = out_path(b, "lib", ".so");
-  const char *ld_args[10] = {"-shared", "-o", so, kernel_o};
-  int n = 4;
-  if (b->kernel_part) ld_args[n++] = b->kernel_part;
-  const char *rest[] = {obj, b->rt.lib, "-ljansson", "-lm", "-lpthread"};
-  for (size_t i = 0; i < sizeof rest / sizeof *rest; i++) ld_args[n++] = rest[i];
+  const char *ld_args[10] = {"-shared", "-o", so};
+  int n = 3 + library_inputs(b, kernel_o, obj, ld_args + 3);
+  const char *libs[] = {"-ljansson", "-lm", "-lpthread"};
+  for (size_t i = 0; i < sizeof libs / sizeof *libs; i++) ld_args[n++] = libs[i];
   int rc = start_cc(b, ld_args, n, "linking the library", pid);
   free(obj);
   free(so);
   return rc;
 }
 
-/* libNAME.a: the two objects and libctxrt's members (driver_archive.c). */
+/* libNAME.a (driver_archive.c). */
 static int archive(const CtxBuild *b, const char *kernel_o) {
   char *obj = out_path(b, "", "_model.o"), *lib = out_path(b, "lib", ".a"), *error = NULL;
-  const char *inputs[4] = {kernel_o};
-  int n = 1;
-  if (b->kernel_part) inputs[n++] = b->kernel_part;
-  inputs[n++] = obj;
-  inputs[n++] = b->rt.lib;
+  const char *inputs[4];
+  int n = library_inputs(b, kernel_o, obj, inputs);
   if (b->s->opts.build.verbose) {
     fprintf(b->s->out, "+ (archive) %s:", lib);
     for (int i = 0; i < n; i++) fprintf(b->s->out, " %s", inputs[i]);

@@ -214,12 +214,12 @@ AstFile *ast_parse(CtxArena *arena, CtxDiag *diag, int file);
  * (no recovery: the first error ends the parse). */
 AstStmt *ast_parse_stmt(CtxArena *arena, CtxDiag *diag, int file);
 
-/* Writes the canonical text of [f] to [out]. */
 /* A deep copy of [it] in [arena]: its own expressions, types and statements
  * (sema types a def's body once per set of argument shapes, each copy with
  * its own types); names, spans and directives shared. */
 AstItem *ast_clone_item(CtxArena *arena, const AstItem *it);
 
+/* Writes the canonical text of [f] to [out]. */
 void ast_print(CtxBuf *out, const AstFile *f);
 void ast_print_expr(CtxBuf *out, const AstExpr *e);
 void ast_print_type(CtxBuf *out, const AstType *t);

@@ -90,6 +90,12 @@ void ctx_buf_vprintf(CtxBuf *buf, const char *fmt, va_list ap);
 /* The contents as a C string ("" for an empty buffer). */
 const char *ctx_buf_str(const CtxBuf *buf);
 
+/* ---- files ------------------------------------------------------------- */
+
+/* The whole file at [path], malloc'd (one byte more, a NUL after the data),
+ * its length in [*size]; NULL when it cannot be read (errno says why). */
+char *ctx_read_file(const char *path, size_t *size);
+
 /* ---- strings ----------------------------------------------------------- */
 
 /* Levenshtein distance of [a] and [b], capped at [cap] + 1 (used for

@@ -3,6 +3,7 @@
  * caret placement). */
 #include "support/support.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -110,4 +111,26 @@ size_t ctx_utf8_width(const char *s, size_t len) {
   for (size_t i = 0; i < len; i++)
     if (((unsigned char)s[i] & 0xC0) != 0x80) w++;
   return w;
+}
+
+char *ctx_read_file(const char *path, size_t *size) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  char *data = NULL;
+  long n = -1;
+  if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
+    data = ctx_xmalloc((size_t)n + 1);
+    if (fread(data, 1, (size_t)n, f) == (size_t)n) {
+      data[n] = '\0';
+    } else {
+      if (!ferror(f)) errno = EIO; /* shorter than it said */
+      free(data);
+      data = NULL;
+    }
+  }
+  int saved = errno;
+  fclose(f);
+  errno = saved;
+  if (data) *size = (size_t)n;
+  return data;
 }
