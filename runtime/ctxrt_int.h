@@ -41,6 +41,10 @@ CtxrtStatus ctxrt__nomem(CtxrtError *err, const char *file);
  * pages. Freed with free(); NULL when out of memory. */
 void *ctxrt__hot_alloc(size_t bytes);
 
+/* dst[i] = (float)src[i] for i < n (rounded to nearest), in the widest
+ * vectors the CPU converts. */
+void ctxrt__to_f32(float *restrict dst, const double *restrict src, size_t n);
+
 /* Copies the [len] bytes at [s] into [buf] (CTXRT_QUOTE_SIZE bytes) for use inside
  * quotes in a message: control characters become '?', long tokens are cut and end
  * in "...". Returns [buf]. */

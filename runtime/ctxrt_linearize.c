@@ -313,7 +313,7 @@ void ctxrt__linear_val_rows(CtxrtLinear *lin, const CtxrtForest *f, int32_t w0, 
   float *restrict fr = lin->val + (size_t)w0 * (size_t)V;
   for (int32_t w = w0; w < w1; w++, fr += V) {
     const double *restrict x = val + vb[to_input[w]];
-    if (has[w]) for (int32_t j = 0; j < V; j++) fr[j] = (float)x[j];
+    if (has[w]) ctxrt__to_f32(fr, x, (size_t)V);
     else memset(fr, 0, (size_t)V * sizeof *fr);
   }
 }

@@ -4,9 +4,14 @@
  * (check_linear: levels contiguous and exact, dependencies in strictly lower
  * levels, leaves exactly the ids below leaf_end, inverse permutations, dependency
  * rows, outputs, values, stable order within a level); 100,000-node chains and
- * sequences; mixed tiny and large trees; buffer reuse; determinism; every error.
+ * sequences; mixed tiny and large trees; buffer reuse; determinism; every error;
+ * the vector conversion of the value rows against C's conversion, bit for bit.
  */
 #include "ctxrt_testutil.h"
+#include "runtime/ctxrt_int.h"
+
+#include <math.h>
+#include <stdint.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -470,6 +475,44 @@ START_TEST(test_empty_forest) {
 }
 END_TEST
 
+/* ctxrt__to_f32 (the value rows' conversion, in the CPU's widest vectors)
+ * gives C's (float) of each double, bit for bit, at every length around the
+ * vector widths (the scalar tails) and for the cases where rounding or range
+ * matter: ties to even, overflow to infinity, float denormals and underflow
+ * to zero, signed zero, infinities and NaN. */
+START_TEST(test_value_conversion) {
+  enum { N = 70 };
+  static const double special[] = {0.0, -0.0, 1.0 + 0x1p-24, 1.0 + 0x1p-23 + 0x1p-24,
+                                   -(1.0 + 0x1p-24), 3.4028235677973366e38, 1e39, -1e39,
+                                   0x1p-149, 0x1p-150, 0x1.8p-150, 1e-46, 0x1p-130,
+                                   INFINITY, -INFINITY, NAN, 0.1, -2.5e-7};
+  enum { S = sizeof special / sizeof special[0] };
+  double src[N + 1];
+  float got[N + 1], want[N + 1];
+  CtxrtRng rng;
+  ctxrt_rng_seed(&rng, 7);
+  for (int i = 0; i <= N; i++)
+    src[i] = i % 3 == 0 ? special[(i / 3) % S] : (ctxrt_rng_unit(&rng) - 0.5) * 1e3;
+  for (int n = 0; n <= N; n++)
+    for (int off = 0; off < 2 && off + n <= N + 1; off++) { /* unaligned too */
+      memset(got, 0x55, sizeof got);
+      ctxrt__to_f32(got, src + off, (size_t)n);
+      for (int i = 0; i < n; i++) {
+        want[i] = (float)src[off + i];
+        uint32_t a, b;
+        memcpy(&a, &got[i], 4);
+        memcpy(&b, &want[i], 4);
+        ck_assert_msg(a == b || (isnan(got[i]) && isnan(want[i])),
+                      "n=%d off=%d i=%d: %a gave %a, C's conversion %a", n, off, i,
+                      src[off + i], (double)got[i], (double)want[i]);
+      }
+      uint32_t past;
+      memcpy(&past, &got[n], 4);
+      ck_assert_msg(past == 0x55555555u, "n=%d: wrote past the end", n);
+    }
+}
+END_TEST
+
 static Suite *linearize_suite(void) {
   Suite *s = suite_create("linearize");
   TCase *tc = tcase_create("linearize");
@@ -488,6 +531,7 @@ static Suite *linearize_suite(void) {
   tcase_add_loop_test(tc, test_errors, 0, (int)(sizeof errors / sizeof errors[0]));
   tcase_add_test(tc, test_empty_forest);
   tcase_add_test(tc, test_arity_groups);
+  tcase_add_test(tc, test_value_conversion);
   suite_add_tcase(s, tc);
   return s;
 }
