@@ -557,11 +557,12 @@ enum { TI = 83, TR = 37 }; /* outputs (blocks, one vector, 3 floats), reductions
 
 /* out[n, i] = sum(r) x[n, r] * P[r * TI + i] + sum(r) y[n, r] * P[r * TI + i] over
  * nodes [0, num_nodes), tiled 4 nodes x 64 outputs, with the epilogue
- * act[n, i] = tanh(out[n, i]) * 0.5; P stored in panels of [panel] columns. */
-static void tiled_kernel(T *t, long panel) {
-  int x = buf(t, "x", ILIR_BUF_SCRATCH, TR), y = buf(t, "y", ILIR_BUF_SCRATCH, TR);
-  int pk = buf(t, "W.packed", ILIR_BUF_PACKED, TR * TI);
-  t->k->bufs[pk].pack = (IlirPack){0, TR, TR, TI, panel};
+ * act[n, i] = tanh(out[n, i]) * 0.5; P stored in panels of [panel] columns; r in
+ * [0, R). */
+static void tiled_kernel(T *t, long panel, long R) {
+  int x = buf(t, "x", ILIR_BUF_SCRATCH, R), y = buf(t, "y", ILIR_BUF_SCRATCH, R);
+  int pk = buf(t, "W.packed", ILIR_BUF_PACKED, R * TI);
+  t->k->bufs[pk].pack = (IlirPack){0, R, R, TI, panel};
   int out = buf(t, "out", ILIR_BUF_RESULT, TI), act = buf(t, "act", ILIR_BUF_RESULT, TI);
   IlirVar *n = var(t, "n"), *i = var(t, "i"), *r = var(t, "r"), *r2 = var(t, "r2");
   IlirVar *i2 = var(t, "i2");
@@ -570,9 +571,9 @@ static void tiled_kernel(T *t, long panel) {
   int src[2] = {x, y};
   for (int k = 0; k < 2; k++) {
     IlirExpr *at = bin(t, ILIR_ADD, bin(t, ILIR_MUL, vr(t, rv[k]), ci(t, TI)), vr(t, i));
-    IlirExpr *xv = ld(t, src[k], bin(t, ILIR_ADD, bin(t, ILIR_MUL, vr(t, n), ci(t, TR)),
+    IlirExpr *xv = ld(t, src[k], bin(t, ILIR_ADD, bin(t, ILIR_MUL, vr(t, n), ci(t, R)),
                                      vr(t, rv[k])));
-    term[k] = red(t, ILIR_SUM, rv[k], ci(t, 0), ci(t, TR), bin(t, ILIR_MUL, xv, ld(t, pk, at)));
+    term[k] = red(t, ILIR_SUM, rv[k], ci(t, 0), ci(t, R), bin(t, ILIR_MUL, xv, ld(t, pk, at)));
   }
   IlirStmt *st = store(t, out, bin(t, ILIR_ADD, bin(t, ILIR_MUL, vr(t, n), ci(t, TI)), vr(t, i)),
                        bin(t, ILIR_ADD, term[0], term[1]));
@@ -587,18 +588,18 @@ static void tiled_kernel(T *t, long panel) {
   ck_assert(ilir_verify(t->k, &t->diag));
 }
 
-/* tiled_kernel's inputs: x and y for NN + 1 nodes, the weights w (row-major,
+/* tiled_kernel's inputs (reductions of R): x and y for NN + 1 nodes, the weights w (row-major,
  * for the expected sums) and the same in tiled_kernel's packed layout pk. */
-static void tiled_inputs(const T *t, float *x, float *y, float *w, float *pk) {
-  for (int k = 0; k < (NN + 1) * TR; k++) {
+static void tiled_inputs(const T *t, float *x, float *y, float *w, float *pk, long R) {
+  for (int k = 0; k < (NN + 1) * R; k++) {
     x[k] = (float)((k * 37) % 101) / 50.0f - 1.0f;
     y[k] = (float)((k * 53) % 89) / 45.0f - 1.0f;
   }
   const IlirPack *layout = &t->k->bufs[2].pack;
   for (int i = 0; i < TI; i++)
-    for (int r = 0; r < TR; r++) {
-      w[i * TR + r] = (float)((i * 31 + r * 17) % 97) / 48.0f - 1.0f;
-      pk[ilir_pack_at(layout, r, i)] = w[i * TR + r];
+    for (int r = 0; r < R; r++) {
+      w[i * R + r] = (float)((i * 31 + r * 17) % 97) / 48.0f - 1.0f;
+      pk[ilir_pack_at(layout, r, i)] = w[i * R + r];
     }
 }
 
@@ -609,13 +610,13 @@ START_TEST(register_tile) {
   for (size_t pi = 0; pi < sizeof panels / sizeof panels[0]; pi++) {
     T t;
     t_init(&t, "ctx_tiled_kernel");
-    tiled_kernel(&t, panels[pi]);
+    tiled_kernel(&t, panels[pi], TR);
     if (pi == 3) t.k->body.stmts[0]->tile_nodes = t.k->body.stmts[0]->tile_outs = 0;
     CgJit *jit;
     CgKernelFn fn = compile(&t, &jit);
     static float x[(NN + 1) * TR], y[(NN + 1) * TR], w[TI * TR], pk[TR * TI];
     static float res[(NN + 1) * TI], act[(NN + 1) * TI];
-    tiled_inputs(&t, x, y, w, pk);
+    tiled_inputs(&t, x, y, w, pk, TR);
     void *bufs[] = {x, y, pk, res, act};
     /* 1-4 threads: shares of 45, 23/22, 15 and 12/9 nodes leave every
      * remainder of the 4-node tiles; 1, 3 and 6 nodes on 2-4 threads run
@@ -645,6 +646,46 @@ START_TEST(register_tile) {
 }
 END_TEST
 
+/* A register tile's sums do not depend on how the nodes fall into tiles:
+ * every row of a tile, whatever its shape (4 rows, the rests of 1-3, a
+ * share by outputs), adds r in the same parts and order, so 1-4 threads and
+ * 1, 3, 6 or NN nodes give the same bits. With r over 2 * TR (even, parts of
+ * TR): the block of 4 vectors sums r in one part (ONE_PART_VECTORS), the
+ * single vectors and the 3 floats past it in two. */
+START_TEST(register_tile_shapes_agree) {
+  enum { R2 = 2 * TR };
+  T t;
+  t_init(&t, "ctx_tiled_kernel");
+  tiled_kernel(&t, 0, R2);
+  CgJit *jit;
+  CgKernelFn fn = compile(&t, &jit);
+  static float x[(NN + 1) * R2], y[(NN + 1) * R2], w[TI * R2], pk[R2 * TI];
+  static float want[(NN + 1) * TI], res[(NN + 1) * TI], act[(NN + 1) * TI];
+  tiled_inputs(&t, x, y, w, pk, R2);
+  void *bufs[] = {x, y, pk, want, act};
+  run_team_nodes(fn, bufs, 1, NN);
+  for (int n = 0; n < NN; n++)
+    for (int i = 0; i < TI; i++) {
+      double s = 0;
+      for (int r = 0; r < R2; r++) s += ((double)x[n * R2 + r] + y[n * R2 + r]) * w[i * R2 + r];
+      ck_assert_msg(close_to(want[n * TI + i], s), "n=%d i=%d: %g, want %g", n, i,
+                    (double)want[n * TI + i], s);
+    }
+  bufs[3] = res;
+  static const int counts[] = {NN, 1, 3, 6};
+  for (int c = 0; c < 4; c++)
+    for (int nt = 1; nt <= MAXT; nt++) {
+      memset(res, 0, sizeof res);
+      run_team_nodes(fn, bufs, nt, counts[c]);
+      ck_assert_msg(memcmp(res, want, (size_t)counts[c] * TI * sizeof *res) == 0,
+                    "%d nodes on %d threads: not the bits of %d nodes on one", counts[c], nt,
+                    NN);
+    }
+  cg_jit_free(jit);
+  t_done(&t);
+}
+END_TEST
+
 /* A tile of 12 rows over weights that stream from the L3 (tile_streams)
  * prefetches them ahead (cg_tile.c, prefetch_ahead); the same tile over
  * weights the L2 holds does not. Both sum right, on 1 and 2 threads. */
@@ -652,7 +693,7 @@ START_TEST(streamed_tile_prefetched) {
   for (int streams = 0; streams < 2; streams++) {
     T t;
     t_init(&t, "ctx_tiled_kernel");
-    tiled_kernel(&t, 32);
+    tiled_kernel(&t, 32, TR);
     IlirStmt *nodes = t.k->body.stmts[0];
     nodes->tile_nodes = 12;
     nodes->tile_outs = 32;
@@ -667,7 +708,7 @@ START_TEST(streamed_tile_prefetched) {
     CgKernelFn fn = compile(&t, &jit);
     static float x[(NN + 1) * TR], y[(NN + 1) * TR], w[TI * TR], pk[TR * TI];
     static float res[(NN + 1) * TI], act[(NN + 1) * TI];
-    tiled_inputs(&t, x, y, w, pk);
+    tiled_inputs(&t, x, y, w, pk, TR);
     void *bufs[] = {x, y, pk, res, act};
     for (int nt = 1; nt <= 2; nt++) {
       memset(res, 0, sizeof res);
@@ -1135,6 +1176,7 @@ static Suite *codegen_suite(void) {
   tcase_add_test(tc, if_on_num_deps);
   tcase_add_test(tc, threads_agree);
   tcase_add_test(tc, register_tile);
+  tcase_add_test(tc, register_tile_shapes_agree);
   tcase_add_test(tc, streamed_tile_prefetched);
   tcase_add_test(tc, tiles_share_barriers);
   tcase_add_test(tc, row_dots_blocked);
