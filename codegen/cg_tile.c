@@ -416,14 +416,27 @@ static void emit_rest(CgEmit *E, CgTile *T, LLVMValueRef rest, LLVMValueRef hi, 
  * treefc 0.99x, dagrnn 1.01x, seqlstm H=512 0.98x but H=256 1.03x (its
  * levels of 10 rows: tiles of 6 and 4 rows, each in two passes). K = 4 was no
  * faster than 2 (treelstm H=256 B=1 0.97x against 0.93x). */
-/* A block of outputs of at least this many vectors sums r in one part: a
- * row of the tile then has as many chains of multiply-adds as vectors, and
- * every shape of tile reads its weights as one stream, in order. AVX-512's
- * blocks of 4 vectors (64 outputs), one row, 768 KiB of panels in the L2
- * (Zen 5, C): one part 195-205 GB/s, two parts (two streams 32 KiB apart)
- * 148-154. A narrower block (AVX2's 2 vectors, a wide tile's 2, the single
+/* A block of outputs of at least ONE_PART_VECTORS vectors, over reductions
+ * of at most ONE_PART_MAX_R, sums r in one part: a row of the tile then has
+ * as many chains of multiply-adds as vectors, and every shape of tile reads
+ * its weights as one stream, in order. AVX-512's blocks of 4 vectors (64
+ * outputs), one row, 768 KiB of panels in the L2 (Zen 5, C): one part
+ * 195-205 GB/s, two parts (two streams 32 KiB apart) 148-154. Longer
+ * reductions keep two parts, for accuracy: dagrnn H=512's chains of 512
+ * took its error against the interpreter from 1.2x the bench's tolerance to
+ * 1.7x (its weights stream from the L3 there, where two parts are no
+ * slower). A narrower block (AVX2's 2 vectors, a wide tile's 2, the single
  * vectors past the last block) keeps tile_split's K. */
-enum { ONE_PART_VECTORS = 4 };
+enum { ONE_PART_VECTORS = 4, ONE_PART_MAX_R = 256 };
+
+/* K for a block of [iv] vectors of [T]: 1 where one part serves (above),
+ * else [split] (tile_split). */
+static int block_split(const CgTile *T, int split, int iv) {
+  if (iv < ONE_PART_VECTORS) return split;
+  for (int g = 0; g < T->nstreams; g++)
+    if (T->stream[g].red[0]->hi->ival > ONE_PART_MAX_R) return split;
+  return 1;
+}
 
 static int tile_split(const CgEmit *E, const CgTile *T) {
   int K = 2;
@@ -667,7 +680,7 @@ void cg_emit_tiled(CgEmit *E, const IlirStmt *s) {
   for (int g = 0; g < 3 && !E->failed; g++) {
     if (seg[g].from >= seg[g].to) continue;
     long width = (long)seg[g].iv * seg[g].vl;
-    T.split = seg[g].iv >= ONE_PART_VECTORS ? 1 : split;
+    T.split = block_split(&T, split, seg[g].iv);
     LLVMValueRef from = cg_const_i64(E, seg[g].from), to = cg_const_i64(E, seg[g].to);
     output_share(E, by_outs, g == 0, width, &from, &to);
     CgLoop Li, Ln;
