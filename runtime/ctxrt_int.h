@@ -45,6 +45,14 @@ void *ctxrt__hot_alloc(size_t bytes);
  * vectors the CPU converts. */
 void ctxrt__to_f32(float *restrict dst, const double *restrict src, size_t n);
 
+/* The instruction sets ctxrt__to_f32 chooses from. */
+typedef enum { CTXRT_ISA_SCALAR, CTXRT_ISA_AVX, CTXRT_ISA_AVX512, CTXRT_ISA_COUNT } CtxrtIsa;
+
+/* ctxrt__to_f32 in [isa]'s instructions: 1, or 0 (nothing written) where the
+ * CPU, or this build, lacks them. For the tests, which check each one. */
+int ctxrt__to_f32_isa(CtxrtIsa isa, float *restrict dst, const double *restrict src,
+                      size_t n);
+
 /* Copies the [len] bytes at [s] into [buf] (CTXRT_QUOTE_SIZE bytes) for use inside
  * quotes in a message: control characters become '?', long tokens are cut and end
  * in "...". Returns [buf]. */

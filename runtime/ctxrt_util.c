@@ -68,22 +68,35 @@ to_f32_avx(float *restrict dst, const double *restrict src, size_t n) {
 }
 #endif
 
+int ctxrt__to_f32_isa(CtxrtIsa isa, float *restrict dst, const double *restrict src,
+                      size_t n) {
+  switch (isa) {
+  case CTXRT_ISA_SCALAR:
+    to_f32_scalar(dst, src, n);
+    return 1;
+#ifdef CTXRT_X86_DISPATCH
+  case CTXRT_ISA_AVX:
+    if (!__builtin_cpu_supports("avx")) return 0;
+    to_f32_avx(dst, src, n);
+    return 1;
+  case CTXRT_ISA_AVX512:
+    if (!__builtin_cpu_supports("avx512f")) return 0;
+    to_f32_avx512(dst, src, n);
+    return 1;
+#endif
+  default:
+    return 0;
+  }
+}
+
 /* dagrnn H=256 B=10 converts 256,000 values a batch: 0.43 ms one at a time
  * (the build's -O2 leaves the loop scalar), 0.13 ms eight at a time with
  * AVX-512 (Zen 5). The widest the CPU has, chosen per call (a CPUID bit
  * the compiler's runtime caches). */
 void ctxrt__to_f32(float *restrict dst, const double *restrict src, size_t n) {
-#ifdef CTXRT_X86_DISPATCH
-  if (__builtin_cpu_supports("avx512f")) {
-    to_f32_avx512(dst, src, n);
-    return;
-  }
-  if (__builtin_cpu_supports("avx")) {
-    to_f32_avx(dst, src, n);
-    return;
-  }
-#endif
-  to_f32_scalar(dst, src, n);
+  if (!ctxrt__to_f32_isa(CTXRT_ISA_AVX512, dst, src, n) &&
+      !ctxrt__to_f32_isa(CTXRT_ISA_AVX, dst, src, n))
+    to_f32_scalar(dst, src, n);
 }
 
 /* ---------------------------------------------------------------- errors */

@@ -476,16 +476,32 @@ START_TEST(test_empty_forest) {
 END_TEST
 
 /* ctxrt__to_f32 (the value rows' conversion, in the CPU's widest vectors)
- * gives C's (float) of each double, bit for bit, at every length around the
+ * and each instruction set it chooses from that this CPU has (AVX, AVX-512,
+ * the scalar loop) give C's (float) of each double, bit for bit, at every
+ * length around the
  * vector widths (the scalar tails) and for the cases where rounding or range
  * matter: ties to even, overflow to infinity, float denormals and underflow
  * to zero, signed zero, infinities and NaN. */
 START_TEST(test_value_conversion) {
   enum { N = 70 };
-  static const double special[] = {0.0, -0.0, 1.0 + 0x1p-24, 1.0 + 0x1p-23 + 0x1p-24,
-                                   -(1.0 + 0x1p-24), 3.4028235677973366e38, 1e39, -1e39,
-                                   0x1p-149, 0x1p-150, 0x1.8p-150, 1e-46, 0x1p-130,
-                                   INFINITY, -INFINITY, NAN, 0.1, -2.5e-7};
+  static const double special[] = {0.0,
+                                   -0.0,
+                                   1.0 + 0x1p-24,
+                                   1.0 + 0x1p-23 + 0x1p-24,
+                                   -(1.0 + 0x1p-24),
+                                   3.4028235677973366e38,
+                                   1e39,
+                                   -1e39,
+                                   0x1p-149,
+                                   0x1p-150,
+                                   0x1.8p-150,
+                                   1e-46,
+                                   0x1p-130,
+                                   INFINITY,
+                                   -INFINITY,
+                                   NAN,
+                                   0.1,
+                                   -2.5e-7};
   enum { S = sizeof special / sizeof special[0] };
   double src[N + 1];
   float got[N + 1], want[N + 1];
@@ -493,23 +509,30 @@ START_TEST(test_value_conversion) {
   ctxrt_rng_seed(&rng, 7);
   for (int i = 0; i <= N; i++)
     src[i] = i % 3 == 0 ? special[(i / 3) % S] : (ctxrt_rng_unit(&rng) - 0.5) * 1e3;
-  for (int n = 0; n <= N; n++)
-    for (int off = 0; off < 2 && off + n <= N + 1; off++) { /* unaligned too */
-      memset(got, 0x55, sizeof got);
-      ctxrt__to_f32(got, src + off, (size_t)n);
-      for (int i = 0; i < n; i++) {
-        want[i] = (float)src[off + i];
-        uint32_t a, b;
-        memcpy(&a, &got[i], 4);
-        memcpy(&b, &want[i], 4);
-        ck_assert_msg(a == b || (isnan(got[i]) && isnan(want[i])),
-                      "n=%d off=%d i=%d: %a gave %a, C's conversion %a", n, off, i,
-                      src[off + i], (double)got[i], (double)want[i]);
+  int ran = 0;
+  for (int isa = -1; isa < CTXRT_ISA_COUNT; isa++) /* -1: the dispatcher */
+    for (int n = 0; n <= N; n++)
+      for (int off = 0; off < 2 && off + n <= N + 1; off++) { /* unaligned too */
+        memset(got, 0x55, sizeof got);
+        if (isa < 0)
+          ctxrt__to_f32(got, src + off, (size_t)n);
+        else if (!ctxrt__to_f32_isa((CtxrtIsa)isa, got, src + off, (size_t)n))
+          continue;
+        ran += n == N && off == 0;
+        for (int i = 0; i < n; i++) {
+          want[i] = (float)src[off + i];
+          uint32_t a, b;
+          memcpy(&a, &got[i], 4);
+          memcpy(&b, &want[i], 4);
+          ck_assert_msg(a == b || (isnan(got[i]) && isnan(want[i])),
+                        "isa %d n=%d off=%d i=%d: %a gave %a, C's conversion %a", isa, n,
+                        off, i, src[off + i], (double)got[i], (double)want[i]);
+        }
+        uint32_t past;
+        memcpy(&past, &got[n], 4);
+        ck_assert_msg(past == 0x55555555u, "isa %d n=%d: wrote past the end", isa, n);
       }
-      uint32_t past;
-      memcpy(&past, &got[n], 4);
-      ck_assert_msg(past == 0x55555555u, "n=%d: wrote past the end", n);
-    }
+  ck_assert_int_ge(ran, 2); /* the dispatcher and the scalar loop at least */
 }
 END_TEST
 
