@@ -603,6 +603,14 @@ static void tiled_inputs(const T *t, float *x, float *y, float *w, float *pk, lo
     }
 }
 
+/* What tiled_kernel computes at node n, output i: sum(r) (x[n, r] + y[n, r]) w[i, r]
+ * in double (inputs from tiled_inputs, reductions of R). */
+static double tiled_sum(const float *x, const float *y, const float *w, int n, int i, long R) {
+  double s = 0;
+  for (long r = 0; r < R; r++) s += ((double)x[n * R + r] + y[n * R + r]) * w[i * R + r];
+  return s;
+}
+
 START_TEST(register_tile) {
   /* one panel; panels of 32 (the last one 19 wide); panels of one vector;
    * and panels of 32 read by plain loops (the tile turned off) */
@@ -630,9 +638,7 @@ START_TEST(register_tile) {
       run_team_nodes(fn, bufs, nt, nodes);
       for (int n = 0; n < nodes; n++)
         for (int i = 0; i < TI; i++) {
-          double want = 0;
-          for (int r = 0; r < TR; r++)
-            want += ((double)x[n * TR + r] + y[n * TR + r]) * w[i * TR + r];
+          double want = tiled_sum(x, y, w, n, i, TR);
           ck_assert_msg(close_to(res[n * TI + i], want),
                         "n=%d i=%d: %g, want %g (%d threads, panels of %ld)", n, i,
                         (double)res[n * TI + i], want, nt, panels[pi]);
@@ -666,8 +672,7 @@ START_TEST(register_tile_shapes_agree) {
   run_team_nodes(fn, bufs, 1, NN);
   for (int n = 0; n < NN; n++)
     for (int i = 0; i < TI; i++) {
-      double s = 0;
-      for (int r = 0; r < R2; r++) s += ((double)x[n * R2 + r] + y[n * R2 + r]) * w[i * R2 + r];
+      double s = tiled_sum(x, y, w, n, i, R2);
       ck_assert_msg(close_to(want[n * TI + i], s), "n=%d i=%d: %g, want %g", n, i,
                     (double)want[n * TI + i], s);
     }
@@ -715,9 +720,7 @@ START_TEST(streamed_tile_prefetched) {
       run_team_nodes(fn, bufs, nt, NN);
       for (int n = 0; n < NN; n++)
         for (int i = 0; i < TI; i++) {
-          double want = 0;
-          for (int r = 0; r < TR; r++)
-            want += ((double)x[n * TR + r] + y[n * TR + r]) * w[i * TR + r];
+          double want = tiled_sum(x, y, w, n, i, TR);
           ck_assert_msg(close_to(res[n * TI + i], want), "n=%d i=%d: %g, want %g", n, i,
                         (double)res[n * TI + i], want);
         }
