@@ -2,7 +2,7 @@
  * "profiling"): the plan of a hand-built kernel (regions, names, FLOPs,
  * parameter loads), the counters after running it on a known batch, the
  * kernel without a profile free of instrumentation, and the JIT's symbols. */
-#include "codegen/codegen.h"
+#include "cg_test_kernels.h"
 
 #include <check.h>
 #include <stdlib.h>
@@ -10,68 +10,26 @@
 
 enum { R = 3, I = 4 };
 
-typedef struct {
-  CtxArena *a;
-  IlirKernel *k;
-  CtxSources srcs;
-  CtxDiag diag;
-} T;
-
-static int add_buf(T *t, const char *name, IlirBufKind kind, long size) {
-  IlirBuf *b = &t->k->bufs[t->k->nbufs];
-  b->name = name;
-  b->kind = kind;
-  b->size = size;
-  return t->k->nbufs++;
-}
-
-static IlirBlock one(T *t, IlirStmt *s) {
-  IlirBlock b = {CTX_NEW_ARRAY(t->a, IlirStmt *, 1), 1};
-  b.stmts[0] = s;
-  return b;
-}
-
-static IlirExpr *v(T *t, IlirVar *x) { return ilir_var(t->a, x); }
-static IlirExpr *c(T *t, long x) { return ilir_const_i(t->a, x); }
 /* x * k + y */
 static IlirExpr *lin(T *t, IlirExpr *x, long k, IlirExpr *y) {
-  return ilir_binary(t->a, ILIR_ADD, ilir_binary(t->a, ILIR_MUL, x, c(t, k)), y);
+  return bin(t, ILIR_ADD, bin(t, ILIR_MUL, x, ci(t, k)), y);
 }
 
 /* for l in levels [0, num_levels) { for n in nodes [levels[l], levels[l+1]) {
  *   for i in [0, I) out[n * I + i] = sum(r in [0, R)) x[n * R + r] * W[r * I + i] } } */
 static void build(T *t) {
-  memset(t, 0, sizeof *t);
-  t->a = ctx_arena_new();
-  ctx_sources_init(&t->srcs);
-  ctx_diag_init(&t->diag, &t->srcs, NULL);
-  t->k = CTX_NEW(t->a, IlirKernel);
-  t->k->name = "ctx_prof_test_kernel";
-  t->k->bufs = CTX_NEW_ARRAY(t->a, IlirBuf, 4);
-  int w = add_buf(t, "W", ILIR_BUF_PARAM, R * I);
-  int x = add_buf(t, "values", ILIR_BUF_VALUES, R);
-  int lv = add_buf(t, "levels", ILIR_BUF_LEVELS, 1);
-  int out = add_buf(t, "out", ILIR_BUF_RESULT, I);
-  t->k->levels_buf = lv;
+  t_init(t, "ctx_prof_test_kernel");
+  int w = buf(t, "W", ILIR_BUF_PARAM, R * I);
+  int x = buf(t, "values", ILIR_BUF_VALUES, R);
+  int lv = buf(t, "levels", ILIR_BUF_LEVELS, 1);
+  int out = buf(t, "out", ILIR_BUF_RESULT, I);
   t->k->values_per_node = R;
-  CtxArena *a = t->a;
-  IlirVar *l = ilir_new_var(a, t->k, "l"), *n = ilir_new_var(a, t->k, "n");
-  IlirVar *i = ilir_new_var(a, t->k, "i"), *r = ilir_new_var(a, t->k, "r");
-  IlirExpr *xv = ilir_load(a, t->k, x, lin(t, v(t, n), R, v(t, r)));
-  IlirExpr *wv = ilir_load(a, t->k, w, lin(t, v(t, r), I, v(t, i)));
-  IlirExpr *sum = ilir_reduce(a, ILIR_SUM, r, c(t, 0), c(t, R), ilir_binary(a, ILIR_MUL, xv, wv));
-  IlirStmt *st = ilir_store(a, out, lin(t, v(t, n), I, v(t, i)), sum);
-  IlirStmt *li = ilir_loop(a, i, c(t, 0), c(t, I), ILIR_LOOP_SERIAL, one(t, st));
-  IlirExpr *lo = ilir_load(a, t->k, lv, v(t, l));
-  IlirExpr *hi = ilir_load(a, t->k, lv, ilir_binary(a, ILIR_ADD, v(t, l), c(t, 1)));
-  IlirStmt *ln = ilir_loop(a, n, lo, hi, ILIR_LOOP_NODES, one(t, li));
-  IlirStmt *ll = ilir_loop(a, l, c(t, 0), ilir_arg(a, 1), ILIR_LOOP_LEVELS, one(t, ln));
-  t->k->body = one(t, ll);
-}
-
-static void done(T *t) {
-  ctx_sources_free(&t->srcs);
-  ctx_arena_free(t->a);
+  IlirVar *n = var(t, "n"), *i = var(t, "i"), *r = var(t, "r");
+  IlirExpr *xv = ld(t, x, lin(t, vr(t, n), R, vr(t, r)));
+  IlirExpr *wv = ld(t, w, lin(t, vr(t, r), I, vr(t, i)));
+  IlirExpr *sum = red(t, ILIR_SUM, r, ci(t, 0), ci(t, R), bin(t, ILIR_MUL, xv, wv));
+  IlirStmt *st = store(t, out, lin(t, vr(t, n), I, vr(t, i)), sum);
+  levels_around(t, lv, n, loop(t, i, ci(t, 0), ci(t, I), st));
 }
 
 START_TEST(plan_of_a_product) {
@@ -89,7 +47,7 @@ START_TEST(plan_of_a_product) {
   ck_assert_int_eq(p->regions[1].params[0][0], R * I);
   ck_assert_int_eq(p->regions[1].params[0][1], R * I);
   cg_profile_free(p);
-  done(&t);
+  t_done(&t);
 }
 END_TEST
 
@@ -133,7 +91,7 @@ START_TEST(counters_after_a_run) {
   ck_assert_int_eq(c[CG_PROF_RUNS] + node[CG_PROF_RUNS], 0);
   cg_jit_free(jit);
   cg_profile_free(p);
-  done(&t);
+  t_done(&t);
 }
 END_TEST
 
@@ -159,7 +117,7 @@ START_TEST(plain_kernel_and_symbols) {
     }
   ck_assert_int_eq(found, 1);
   cg_jit_free(jit);
-  done(&t);
+  t_done(&t);
 }
 END_TEST
 

@@ -1,7 +1,8 @@
-/* cg_test_kernels.h — what codegen_tests.c and codegen_tile_tests.c share:
- * ILIR kernels built by hand (structs filled in directly, in an arena) and
- * JIT-compiled, and a team of threads to run them on. Static inline: each
- * suite is one file and uses only some of them. */
+/* cg_test_kernels.h — what the codegen unit tests (codegen_tests.c,
+ * codegen_tile_tests.c, cg_profile_tests.c) share: ILIR kernels built by
+ * hand (structs filled in directly, in an arena) and JIT-compiled, and a
+ * team of threads to run them on. Static inline: each suite uses only some
+ * of them. */
 #ifndef CG_TEST_KERNELS_H
 #define CG_TEST_KERNELS_H
 
