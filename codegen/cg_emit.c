@@ -1047,27 +1047,27 @@ static void entry_function(CgEmit *E, LLVMValueRef body) {
   free(args);
 }
 
-/* A register-tiled product on the CPU as a function of its own (noinline),
- * called where it stands: `NAME.tileN(b0, ..., num_nodes, num_levels, tid,
- * nthreads, barrier, barrier_ctx, synced, [level], the loop variables in
- * scope)`, returning whether the team just met at a barrier (CgEmit's
- * synced_when; false when the tile leaves that as it was). A kernel's tiles
- * are most of its code, and as functions of their own they compile on a
- * second thread beside the rest (cg_split.c); the call is one per tile a
- * level, nothing beside the tile's work (run times in cg_split.c). */
-static void emit_tiled_outlined(CgEmit *E, const IlirStmt *s) {
+/* A call, where the builder stands, of a new function [name] (internal,
+ * noinline): `name(b0, ..., num_nodes, num_levels, tid, nthreads, barrier,
+ * barrier_ctx, synced, [level], the loop variables in scope, extra...)`. Its
+ * body is what [body] emits with a copy of the emitter bound to those
+ * parameters ([extra] to its own), returning the value the function returns
+ * ([ret]; NULL for void). [synced] (NULL: false) is the team's state as the
+ * function starts: it just met at a barrier after E->synced_after when it
+ * holds (cg_emit_tiled). Unused parameters cost nothing: LLVM drops them
+ * from an internal function. */
+LLVMValueRef cg_emit_outlined(CgEmit *E, const char *name, LLVMTypeRef ret, LLVMValueRef synced,
+                              LLVMValueRef *extra, int nextra, CgOutlinedBody body, void *arg) {
   int n = E->k->nbufs, nv = E->k->nvars, np = n + TEAM_ARGS + 1 + (E->level != NULL);
-  LLVMTypeRef *params = ctx_xmalloc(((size_t)np + (size_t)nv) * sizeof *params);
-  LLVMValueRef *args = ctx_xmalloc(((size_t)np + (size_t)nv) * sizeof *args);
+  size_t most = (size_t)np + (size_t)nv + (size_t)nextra;
+  LLVMTypeRef *params = ctx_xmalloc(most * sizeof *params);
+  LLVMValueRef *args = ctx_xmalloc(most * sizeof *args);
   for (int i = 0; i < n; i++) params[i] = E->ptr, args[i] = E->bufs[i];
   LLVMValueRef team[TEAM_ARGS] = {E->args[0], E->args[1], E->tid, E->nthreads, E->barrier,
                                   E->barrier_ctx};
   for (int i = 0; i < TEAM_ARGS; i++) params[n + i] = LLVMTypeOf(team[i]), args[n + i] = team[i];
-  /* the team's state as the tile starts: the tile just before it met the
-   * team at a barrier when synced_when holds (cg_emit_tiled) */
-  bool follows = E->synced_after && E->synced_when && cg_follows(E, E->synced_after, s);
   params[n + TEAM_ARGS] = E->i1;
-  args[n + TEAM_ARGS] = follows ? E->synced_when : LLVMConstInt(E->i1, 0, 0);
+  args[n + TEAM_ARGS] = synced ? synced : LLVMConstInt(E->i1, 0, 0);
   if (E->level) params[np - 1] = LLVMTypeOf(E->level), args[np - 1] = E->level;
   int *var_of = ctx_xmalloc(((size_t)nv + 1) * sizeof *var_of), nargs = np;
   for (int v = 0; v < nv; v++)
@@ -1076,41 +1076,77 @@ static void emit_tiled_outlined(CgEmit *E, const IlirStmt *s) {
       params[nargs] = LLVMTypeOf(E->vars[v]);
       args[nargs++] = E->vars[v];
     }
-  LLVMTypeRef ft = LLVMFunctionType(E->i1, params, (unsigned)nargs, 0);
-  char name[160];
-  snprintf(name, sizeof name, "%s.tile%d", E->k->name, E->tiles++);
+  int first_extra = nargs;
+  for (int i = 0; i < nextra; i++) params[nargs] = LLVMTypeOf(extra[i]), args[nargs++] = extra[i];
+  LLVMTypeRef ft = LLVMFunctionType(ret ? ret : LLVMVoidTypeInContext(E->ctx), params,
+                                    (unsigned)nargs, 0);
   LLVMValueRef fn = LLVMAddFunction(E->mod, name, ft);
   LLVMSetLinkage(fn, LLVMInternalLinkage);
   add_attr(E, fn, LLVMAttributeFunctionIndex, "noinline");
   add_attr(E, fn, LLVMAttributeFunctionIndex, "nounwind");
   cpu_attrs(E, fn);
   buffer_attrs(E, fn);
-  /* The tile, emitted in the new function by a copy of the emitter bound to
-   * its parameters. */
+  /* the body, emitted in the new function by a copy of the emitter bound to
+   * its parameters */
   CgEmit T = *E;
   T.bufs = ctx_xmalloc(((size_t)n + 1) * sizeof *T.bufs);
   T.vars = calloc((size_t)nv + 1, sizeof *T.vars);
   if (!T.vars) ctx_oom();
   bind_params(&T, fn);
-  T.synced_after = follows ? E->synced_after : NULL;
-  T.synced_when = follows ? LLVMGetParam(fn, (unsigned)n + TEAM_ARGS) : NULL;
+  T.synced_after = synced ? E->synced_after : NULL;
+  T.synced_when = synced ? LLVMGetParam(fn, (unsigned)n + TEAM_ARGS) : NULL;
   if (E->level) T.level = LLVMGetParam(fn, (unsigned)np - 1);
-  for (int a = np; a < nargs; a++) T.vars[var_of[a - np]] = LLVMGetParam(fn, (unsigned)a);
+  for (int a = np; a < first_extra; a++) T.vars[var_of[a - np]] = LLVMGetParam(fn, (unsigned)a);
+  LLVMValueRef *own = ctx_xmalloc(((size_t)nextra + 1) * sizeof *own);
+  for (int i = 0; i < nextra; i++) own[i] = LLVMGetParam(fn, (unsigned)(first_extra + i));
   LLVMBasicBlockRef at = LLVMGetInsertBlock(E->b);
   LLVMPositionBuilderAtEnd(E->b, LLVMAppendBasicBlockInContext(E->ctx, fn, "entry"));
-  cg_emit_tiled(&T, s);
-  bool synced = T.synced_after == s && T.synced_when;
-  LLVMBuildRet(E->b, synced ? T.synced_when : LLVMConstInt(E->i1, 0, 0));
+  LLVMValueRef value = body(&T, own, arg);
+  if (ret) LLVMBuildRet(E->b, value ? value : LLVMGetUndef(ret));
+  else LLVMBuildRetVoid(E->b);
   LLVMPositionBuilderAtEnd(E->b, at);
   E->failed = T.failed;
   E->tiles = T.tiles;
-  LLVMValueRef ret = LLVMBuildCall2(E->b, ft, fn, args, (unsigned)nargs, "");
-  if (synced) E->synced_after = s, E->synced_when = ret;
+  LLVMValueRef call = LLVMBuildCall2(E->b, ft, fn, args, (unsigned)nargs, "");
+  free(own);
   free(T.bufs);
   free(T.vars);
   free(var_of);
   free(params);
   free(args);
+  return call;
+}
+
+typedef struct {
+  const IlirStmt *s;
+  bool synced; /* the tile ends with the team just met at a barrier */
+} CgTiledCall;
+
+static LLVMValueRef tiled_body(CgEmit *T, LLVMValueRef *extra, void *arg) {
+  (void)extra;
+  CgTiledCall *c = arg;
+  cg_emit_tiled(T, c->s);
+  c->synced = T->synced_after == c->s && T->synced_when;
+  return c->synced ? T->synced_when : LLVMConstInt(T->i1, 0, 0);
+}
+
+/* A register-tiled product on the CPU as a function of its own
+ * (cg_emit_outlined), `NAME.tileN(...)`, returning whether the team just
+ * met at a barrier (CgEmit's synced_when; false when the tile leaves that as
+ * it was). A kernel's tiles are most of its code, and as functions of their
+ * own they compile on a second thread beside the rest (cg_split.c); the call
+ * is one per tile a level, nothing beside the tile's work (run times in
+ * cg_split.c). */
+static void emit_tiled_outlined(CgEmit *E, const IlirStmt *s) {
+  /* the team's state as the tile starts: the tile just before it met the
+   * team at a barrier when synced_when holds (cg_emit_tiled) */
+  bool follows = E->synced_after && E->synced_when && cg_follows(E, E->synced_after, s);
+  char name[160];
+  snprintf(name, sizeof name, "%s.tile%d", E->k->name, E->tiles++);
+  CgTiledCall c = {s, false};
+  LLVMValueRef ret = cg_emit_outlined(E, name, E->i1, follows ? E->synced_when : NULL, NULL, 0,
+                                      tiled_body, &c);
+  if (c.synced && !E->failed) E->synced_after = s, E->synced_when = ret;
 }
 
 /* The vector registers of a CPU with [target_features] (NULL: the host's):

@@ -75,6 +75,16 @@ void cg_thread_share(CgEmit *E, LLVMValueRef *lo, LLVMValueRef *hi);
 /* A barrier of the team, unless [skip] (NULL: never skipped). */
 void cg_emit_barrier(CgEmit *E, LLVMValueRef skip);
 
+/* What cg_emit_outlined's function holds: emitted by [T], a copy of the
+ * emitter bound to the function's parameters ([extra] the caller's extra
+ * values there); returns the value the function returns. */
+typedef LLVMValueRef (*CgOutlinedBody)(CgEmit *T, LLVMValueRef *extra, void *arg);
+/* A call of a new internal noinline function [name] that takes the
+ * kernel's buffers, the team, the level and the loop variables in scope,
+ * then [extra], and holds what [body] emits (cg_emit.c). */
+LLVMValueRef cg_emit_outlined(CgEmit *E, const char *name, LLVMTypeRef ret, LLVMValueRef synced,
+                              LLVMValueRef *extra, int nextra, CgOutlinedBody body, void *arg);
+
 /* The panel width of a PACKED copy (ilir.h, PACKED-PANELS). */
 long cg_pack_panel(const IlirPack *pk);
 

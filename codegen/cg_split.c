@@ -34,12 +34,26 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Is [fn] one of kernel [k]'s outlined tiles ("K.tileN")? */
+/* Is [fn] one of kernel [k]'s outlined tiles ("K.tileN")? Its helpers
+ * ("K.tileN.epiM": cg_tile.c) are not tiles: they go where their tile goes
+ * (helper_of). */
 static bool is_tile(LLVMValueRef fn, const char *k) {
   size_t len, kl = strlen(k);
   const char *name = LLVMGetValueName2(fn, &len);
-  return len > kl + 5 && strncmp(name, k, kl) == 0 &&
-         strncmp(name + kl, ".tile", 5) == 0 && LLVMCountBasicBlocks(fn) > 0;
+  if (len <= kl + 5 || strncmp(name, k, kl) != 0 || strncmp(name + kl, ".tile", 5) != 0 ||
+      LLVMCountBasicBlocks(fn) == 0)
+    return false;
+  for (size_t i = kl + 5; i < len; i++)
+    if (name[i] < '0' || name[i] > '9') return false;
+  return true;
+}
+
+/* Is [fn] a helper of the tile [tile] ("TILE.*")? */
+static bool helper_of(LLVMValueRef fn, LLVMValueRef tile) {
+  size_t len, tl;
+  const char *name = LLVMGetValueName2(fn, &len), *t = LLVMGetValueName2(tile, &tl);
+  return len > tl + 1 && strncmp(name, t, tl) == 0 && name[tl] == '.' &&
+         LLVMCountBasicBlocks(fn) > 0;
 }
 
 static long instructions(LLVMValueRef fn) {
@@ -181,21 +195,27 @@ int cg_compile_threads(void) {
 int cg_compile_parts(LLVMModuleRef mod, const char *kernel, LLVMTargetMachineRef tm,
                      LLVMTargetMachineRef tm2, bool hidden, const char *passes,
                      LLVMMemoryBufferRef obj[2], CtxDiag *diag) {
-  /* The tiles, largest first, each to the part with fewer instructions. */
+  /* The tiles, largest first (with their helpers), each to the part with
+   * fewer instructions. */
   long size[2] = {0, 0};
-  int ntiles = 0;
+  int ntiles = 0, nfns = 0;
   for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn)) {
-    if (is_tile(fn, kernel))
-      ntiles++;
-    else
-      size[0] += instructions(fn);
+    nfns++;
+    if (is_tile(fn, kernel)) ntiles++;
   }
   LLVMValueRef *tiles = ctx_xmalloc(((size_t)ntiles + 1) * sizeof *tiles);
   long *tsize = ctx_xmalloc(((size_t)ntiles + 1) * sizeof *tsize);
   int t = 0;
   for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn))
-    if (is_tile(fn, kernel)) tsize[t] = instructions(fn), tiles[t++] = fn;
-  char **second = ctx_xmalloc(((size_t)ntiles + 1) * sizeof *second);
+    if (is_tile(fn, kernel)) tsize[t] = 0, tiles[t++] = fn;
+  for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn)) {
+    int of = -1;
+    for (int i = 0; i < ntiles && of < 0; i++)
+      if (fn == tiles[i] || helper_of(fn, tiles[i])) of = i;
+    if (of >= 0) tsize[of] += instructions(fn);
+    else size[0] += instructions(fn);
+  }
+  char **second = ctx_xmalloc(((size_t)nfns + 1) * sizeof *second);
   int n2 = 0;
   for (int done = 0; tm2 && done < ntiles; done++) {
     int big = -1;
@@ -204,7 +224,11 @@ int cg_compile_parts(LLVMModuleRef mod, const char *kernel, LLVMTargetMachineRef
     int to = size[1] < size[0];
     size[to] += tsize[big];
     if (to == 1) {
+      /* the tile called from the first part; its helpers, called from the
+       * tile alone, stay internal to the second */
       second[n2++] = name_of(tiles[big]);
+      for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn))
+        if (helper_of(fn, tiles[big])) second[n2++] = name_of(fn);
       LLVMSetLinkage(tiles[big], LLVMExternalLinkage);
       if (hidden) LLVMSetVisibility(tiles[big], LLVMHiddenVisibility);
     }

@@ -7,6 +7,7 @@
  */
 #include "codegen/cg_emit_int.h"
 
+#include <stdio.h>
 #include <string.h>
 
 enum { MAX_ACC = 64, MAX_TERMS = 16, MAX_STREAMS = 2 * MAX_TERMS, MAX_ROWS = ILIR_TILE_MAX_ROWS };
@@ -38,6 +39,7 @@ typedef struct {
   int split;                      /* K: each output sums K parts of r (emit_tile) */
   LLVMValueRef partial;           /* the sums between passes (emit_tile), or NULL */
   int rows;                       /* the rows of a full tile */
+  int epilogues;                  /* the epilogue functions made so far (emit_epilogues) */
 } CgTile;
 
 static LLVMTypeRef vec_type(CgEmit *E, int vl) {
@@ -78,7 +80,7 @@ static LLVMValueRef plus(CgEmit *E, LLVMValueRef x, long c) {
  * reduction took 30 ms over; `ctx build` of treelstm 0.37 -> 0.31 s, its
  * kernel as fast (5 alternating rounds, H=256: B=1 0.98x, B=10 1.02x). A
  * single tanh (treefc) stays unrolled: 1.04x slower not. */
-static void emit_epilogues(CgEmit *E, const CgTile *T, LLVMValueRef lo, LLVMValueRef hi,
+static void emit_epilogues_here(CgEmit *E, const CgTile *T, LLVMValueRef lo, LLVMValueRef hi,
                            LLVMValueRef i0, long count) {
   CgLoop Lt, L;
   cg_loop_open(E, &Lt, lo, hi, "epi.t");
@@ -93,6 +95,47 @@ static void emit_epilogues(CgEmit *E, const CgTile *T, LLVMValueRef lo, LLVMValu
     E->vars[lp->var->id] = NULL;
   }
   cg_loop_close(E, &Lt);
+}
+
+typedef struct {
+  const CgTile *T;
+  long count;
+} CgEpilogues;
+
+static LLVMValueRef epilogues_body(CgEmit *E, LLVMValueRef *extra, void *arg) {
+  const CgEpilogues *c = arg;
+  emit_epilogues_here(E, c->T, extra[0], extra[1], extra[2], c->count);
+  return NULL;
+}
+
+/* The epilogues as above, on the CPU in a function of their own
+ * (cg_emit_outlined, `NAME.tileN.epiM(..., lo, hi, i0)`). Inline, what they
+ * read that does not change along the tile's loops — the biases, the
+ * constants of sigmoid and tanh — is loaded before those loops and held in
+ * registers across the products, where the tile's accumulators need them:
+ * treelstm at H = 64 (its whole output one block of the tile) had all 24
+ * accumulators of U_f's tile on the stack, loaded and stored at every step.
+ * A call per tile costs a few instructions beside its epilogues' work. */
+static void emit_epilogues(CgEmit *E, CgTile *T, LLVMValueRef lo, LLVMValueRef hi,
+                           LLVMValueRef i0, long count) {
+  if (E->tgt->kind != CG_TARGET_CPU) {
+    emit_epilogues_here(E, T, lo, hi, i0, count);
+    return;
+  }
+  size_t len;
+  const char *tile = LLVMGetValueName2(E->fn, &len);
+  char name[200];
+  snprintf(name, sizeof name, "%.*s.epi%d", (int)len, tile, T->epilogues++);
+  CgEpilogues c = {T, count};
+  LLVMValueRef extra[3] = {lo, hi, i0};
+  /* the tile's own variables are bound in its blocks, not where the call
+   * stands; the epilogues bind theirs */
+  const IlirVar *own[ILIR_TILE_MAX_PRODUCTS + 1] = {T->nodes->var};
+  LLVMValueRef was[ILIR_TILE_MAX_PRODUCTS + 1];
+  for (int p = 0; p < T->nprod; p++) own[p + 1] = T->prod[p].loop->var;
+  for (int v = 0; v <= T->nprod; v++) was[v] = E->vars[own[v]->id], E->vars[own[v]->id] = NULL;
+  cg_emit_outlined(E, name, NULL, NULL, extra, 3, epilogues_body, &c);
+  for (int v = 0; v <= T->nprod; v++) E->vars[own[v]->id] = was[v];
 }
 
 /* Does [y] read a PACKED copy (ilir.h, PACKED-PANELS)? */
