@@ -273,7 +273,10 @@ static void write_sched(const Search *S, const Point *p, const char *path) {
   ctx_buf_free(&b);
 }
 
+/* The progress line, from the default's timing on (before it, the
+ * default's figure would read 0). */
 static void progress(const Search *S) {
+  if (S->T->default_ms <= 0) return;
   double left = S->end - ctx_tune_now();
   const Cand *b = S->best >= 0 ? &S->tried[S->best] : NULL;
   fprintf(stderr, "%stune: %d tried, best %.4f ms (default %.4f ms), %.0f s left%s",
@@ -534,6 +537,7 @@ static int start(Search *S, CtxSession *s) {
   write_sched(S, &S->def, path);
   if (!ctx_tune_measure(T, path, &S->tried[i].ms, why, sizeof why)) return 70;
   T->default_ms = S->tried[i].ms;
+  progress(S);
   return 0;
 }
 

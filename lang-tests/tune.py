@@ -38,6 +38,9 @@ def tune_case(ctx, model, dims, sample, other, budget, tmp):
         return f"{model}: ctx tune failed ({r.returncode}): {r.stderr}"
     if "tune: " not in r.stderr or "tuned: " + model not in r.stdout:
         return f"{model}: no progress or result line:\n{r.stdout}{r.stderr}"
+    defaults = re.findall(r"\(default ([0-9.]+) ms\)", r.stderr)
+    if not defaults or any(float(d) <= 0 for d in defaults):
+        return f"{model}: a progress line without the default's time:\n{r.stderr}"
     text = open(out).read()
     if "candidates measured" not in text or "default" not in text:
         return f"{model}: the schedule's comments do not say what was tried:\n{text}"
