@@ -80,8 +80,8 @@ static LLVMValueRef plus(CgEmit *E, LLVMValueRef x, long c) {
  * reduction took 30 ms over; `ctx build` of treelstm 0.37 -> 0.31 s, its
  * kernel as fast (5 alternating rounds, H=256: B=1 0.98x, B=10 1.02x). A
  * single tanh (treefc) stays unrolled: 1.04x slower not. */
-static void emit_epilogues_here(CgEmit *E, const CgTile *T, LLVMValueRef lo, LLVMValueRef hi,
-                           LLVMValueRef i0, long count) {
+static void emit_epilogues_here(CgEmit *E, const CgTile *T, LLVMValueRef lo,
+                                LLVMValueRef hi, LLVMValueRef i0, long count) {
   CgLoop Lt, L;
   cg_loop_open(E, &Lt, lo, hi, "epi.t");
   if (!cg_bind_var(E, T->nodes->var, Lt.iv)) return;
