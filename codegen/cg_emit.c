@@ -18,6 +18,10 @@
  * barrier(barrier_ctx) when nthreads > 1 — except between levels of a single
  * node, and inside a phase of unroll_recursion (barrier_skippable).
  *
+ * Beside it: register-tiled products (cg_tile.c), matrix-vector rows
+ * (cg_rowdot.c), prefetches of gathered rows (cg_prefetch.c) and the loops a
+ * GPU schedule binds to blocks, threads and warps (cg_gpu_loops.c).
+ *
  * Assumes a kernel that ilir_verify accepts; a construct it does not know is
  * an internal compiler error and the module is then not used.
  */
@@ -29,7 +33,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void emit_block(CgEmit *E, const IlirBlock *blk);
 
 LLVMValueRef cg_fail(CgEmit *E, LLVMTypeRef type, const char *what, int kind) {
   if (!E->failed) CTX_ICE(E->diag, "codegen: %s %d in kernel '%s'", what, kind, E->k->name);
@@ -89,7 +92,7 @@ LLVMBasicBlockRef cg_loop_close_step(CgEmit *E, CgLoop *L, LLVMValueRef step) {
 
 LLVMBasicBlockRef cg_loop_close(CgEmit *E, CgLoop *L) { return cg_loop_close_by(E, L, 1); }
 
-static const char *var_name(const IlirVar *v) { return v && v->name ? v->name : "v"; }
+const char *cg_var_name(const IlirVar *v) { return v && v->name ? v->name : "v"; }
 
 bool cg_bind_var(CgEmit *E, const IlirVar *v, LLVMValueRef val) {
   if (!v || v->id < 0 || v->id >= E->k->nvars) {
@@ -259,9 +262,8 @@ static LLVMValueRef emit_load(CgEmit *E, const IlirExpr *e) {
   return f ? v : LLVMBuildSExt(E->b, v, E->i64, "");
 }
 
-/* sum(coefs[i] * atoms[i]) + konst over the atoms [use] says, as an i64. */
-static LLVMValueRef linear_sum(CgEmit *E, IlirExpr **atoms, const long *coefs, int n,
-                               const bool *use, long konst) {
+LLVMValueRef cg_linear_sum(CgEmit *E, IlirExpr **atoms, const long *coefs, int n,
+                           const bool *use, long konst) {
   LLVMValueRef sum = cg_const_i64(E, konst);
   for (int i = 0; i < n; i++)
     if (use[i])
@@ -291,11 +293,12 @@ LLVMValueRef cg_view_ptr(CgEmit *E, const IlirExpr *e) {
       if (brest[j] && ac[i] == bc[j] && ilir_same_expr(aa[i], ba[j], NULL, NULL))
         arest[i] = brest[j] = false, common[i] = true;
   LLVMValueRef c = truth(E, cg_emit_expr(E, e->c), e->c->type);
-  LLVMValueRef ra = linear_sum(E, aa, ac, na, arest, ak), rb = linear_sum(E, ba, bc, nb, brest, bk);
+  LLVMValueRef ra = cg_linear_sum(E, aa, ac, na, arest, ak);
+  LLVMValueRef rb = cg_linear_sum(E, ba, bc, nb, brest, bk);
   LLVMValueRef pa = LLVMBuildGEP2(E->b, E->f32, E->bufs[e->a->buf], &ra, 1, "");
   LLVMValueRef pb = LLVMBuildGEP2(E->b, E->f32, E->bufs[e->b->buf], &rb, 1, "");
   LLVMValueRef row = LLVMBuildSelect(E->b, c, pa, pb, "view");
-  LLVMValueRef at = linear_sum(E, aa, ac, na, common, 0);
+  LLVMValueRef at = cg_linear_sum(E, aa, ac, na, common, 0);
   return LLVMBuildGEP2(E->b, E->f32, row, &at, 1, "");
 }
 
@@ -331,7 +334,7 @@ static LLVMValueRef emit_reduce(CgEmit *E, const IlirExpr *e) {
   LLVMValueRef lo = cg_emit_expr(E, e->lo), hi = cg_emit_expr(E, e->hi);
   LLVMValueRef init = e->op == ILIR_SUM ? const_f32(E, 0) : const_f32(E, -INFINITY);
   CgLoop L;
-  cg_loop_open(E, &L, lo, hi, var_name(e->var));
+  cg_loop_open(E, &L, lo, hi, cg_var_name(e->var));
   /* the accumulator's phi goes first in the header, next to the iv's */
   LLVMPositionBuilderBefore(E->b, LLVMGetNextInstruction(L.iv));
   LLVMValueRef acc = LLVMBuildPhi(E->b, E->f32, "acc");
@@ -346,7 +349,7 @@ static LLVMValueRef emit_reduce(CgEmit *E, const IlirExpr *e) {
     next = LLVMBuildSelect(E->b, gt, x, acc, "");
   }
   LLVMBasicBlockRef end = cg_loop_close(E, &L);
-  if (E->warp_team && !E->failed) cg_loop_hints(E, end, false, 1, false); /* emit_bound_loop */
+  if (E->warp_team && !E->failed) cg_loop_hints(E, end, false, 1, false); /* cg_gpu_loops.c */
   if (!E->failed) E->vars[e->var->id] = NULL;
   LLVMValueRef vals[2] = {init, next};
   LLVMBasicBlockRef from[2] = {L.pre, end};
@@ -490,134 +493,6 @@ static int interleave_count(const CgEmit *E, const IlirStmt *s) {
   return any ? 4 : 1;
 }
 
-/* ---- prefetching a node's gathered rows -------------------------------------- */
-
-void cg_emit_prefetch(CgEmit *E, LLVMValueRef at) {
-  static const char name[] = "llvm.prefetch";
-  LLVMTypeRef pt = LLVMTypeOf(at);
-  unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
-  LLVMValueRef f = LLVMGetIntrinsicDeclaration(E->mod, id, &pt, 1);
-  LLVMValueRef args[4] = {at, LLVMConstInt(E->i32, 0, 0), LLVMConstInt(E->i32, 3, 0),
-                          LLVMConstInt(E->i32, 1, 0)};
-  LLVMBuildCall2(E->b, LLVMIntrinsicGetType(E->ctx, id, &pt, 1), f, args, 4, "");
-}
-
-/* Every variable of [e] is [n] or already has a value. */
-static bool vars_known(const CgEmit *E, const IlirExpr *e, const IlirVar *n) {
-  if (!e) return true;
-  if (e->kind == ILIR_VAR && e->var != n && !E->vars[e->var->id]) return false;
-  if (e->kind == ILIR_REDUCE) return false;
-  return vars_known(E, e->a, n) && vars_known(E, e->b, n) && vars_known(E, e->c, n);
-}
-
-static bool has_var(const IlirExpr *e, const IlirVar *v) {
-  return e && ((e->kind == ILIR_VAR && e->var == v) || has_var(e->a, v) || has_var(e->b, v) ||
-               has_var(e->c, v));
-}
-
-/* [atom] (of a row's index) may be evaluated for node n + 1: it does not
- * involve n, or it is ivalues[n * V + k] itself. ivalues has a row past the
- * last node; no other per-node buffer does (dep[(n + 1) * K] would read past
- * the end at the last node), so nothing else that reads n qualifies. */
-static bool next_row_safe(const CgEmit *E, IlirExpr *atom, const IlirVar *n) {
-  if (!has_var(atom, n)) return vars_known(E, atom, n);
-  if (atom->kind != ILIR_LOAD || E->k->bufs[atom->buf].kind != ILIR_BUF_IVALUES) return false;
-  IlirExpr *in[4];
-  long c[4], k;
-  int m = ilir_linear(atom->a, in, c, 4, &k);
-  return m == 1 && in[0]->kind == ILIR_VAR && in[0]->var == n;
-}
-
-enum { PREFETCH_LINES = 64 }; /* at most 4 KiB of a row: the hardware prefetcher takes the rest */
-
-/* Loads of [e] from a parameter at a row chosen by node [n]'s input value
- * (Emb[words[n] * W + i], i over [0, I) of the loop [inner]): prefetches
- * the row node [next] will read, so the gather's miss to memory overlaps
- * this node's work (treelstm's leaves: a 3 KiB row of a 60 MiB table each);
- * with [from], only its elements [from, from + count). */
-static void prefetch_rows_in(CgEmit *E, const IlirExpr *e, const IlirStmt *inner,
-                             const IlirVar *n, LLVMValueRef next, LLVMValueRef from, long count) {
-  if (!e || E->failed) return;
-  if (e->kind == ILIR_LOAD && E->k->bufs[e->buf].kind == ILIR_BUF_PARAM) {
-    enum { MAX_ATOMS = 16 };
-    IlirExpr *atoms[MAX_ATOMS];
-    long coefs[MAX_ATOMS], konst;
-    bool use[MAX_ATOMS];
-    int na = ilir_linear(e->a, atoms, coefs, MAX_ATOMS, &konst), unit = 0, by_node = 0;
-    for (int i = 0; i < na; i++) {
-      bool is_i = atoms[i]->kind == ILIR_VAR && atoms[i]->var == inner->var;
-      unit += is_i && coefs[i] == 1;
-      by_node += has_var(atoms[i], n); /* ivalues[n * V + k]: next_row_safe */
-      use[i] = !is_i;
-      if ((is_i && coefs[i] != 1) || (!is_i && !next_row_safe(E, atoms[i], n))) return;
-    }
-    if (na < 0 || unit != 1 || !by_node) return;
-    LLVMValueRef now = E->vars[n->id];
-    E->vars[n->id] = next;
-    LLVMValueRef row = linear_sum(E, atoms, coefs, na, use, konst);
-    E->vars[n->id] = now;
-    long I = from ? count : inner->hi->ival, lines = (I + 15) / 16;
-    if (lines > PREFETCH_LINES) lines = PREFETCH_LINES;
-    if (from) row = LLVMBuildAdd(E->b, row, from, "");
-    for (long l = 0; l < lines; l++) {
-      LLVMValueRef at = LLVMBuildAdd(E->b, row, cg_const_i64(E, l * 16), "");
-      /* a plain GEP: the row of a node past the level may be any row */
-      cg_emit_prefetch(E, LLVMBuildGEP2(E->b, E->f32, E->bufs[e->buf], &at, 1, ""));
-    }
-    return;
-  }
-  prefetch_rows_in(E, e->a, inner, n, next, from, count);
-  prefetch_rows_in(E, e->b, inner, n, next, from, count);
-  prefetch_rows_in(E, e->c, inner, n, next, from, count);
-}
-
-/* The gathered rows that the loops directly in the nodes loop [s] (constant
- * bounds [0, I)) read for node [next] (at most ivalues' row past the last
- * node); with [from], their elements [from, from + count). */
-static void prefetch_rows(CgEmit *E, const IlirStmt *s, LLVMValueRef next, LLVMValueRef from,
-                          long count) {
-  for (int i = 0; i < s->body.n && !E->failed; i++) {
-    const IlirStmt *c = s->body.stmts[i];
-    if (c->kind != ILIR_LOOP || c->tile_nodes || !c->lo || !c->hi ||
-        c->lo->kind != ILIR_CONST || c->lo->ival != 0 || c->hi->kind != ILIR_CONST)
-      continue;
-    for (int j = 0; j < c->body.n; j++)
-      if (c->body.stmts[j]->kind == ILIR_STORE)
-        prefetch_rows_in(E, c->body.stmts[j]->value, c, s->var, next, from, count);
-  }
-}
-
-/* At the top of an iteration of the nodes loop [s] (node = iv): the rows of
- * node iv + 1. Further ahead gained nothing: treelstm H=256 B=10's leaf
- * level (152 rows of 3 KiB from a 60 MiB table) took 0.043-0.053 ms a run
- * one node ahead, 0.051-0.056 two, 0.049-0.061 three, 0.049-0.051 four
- * (Zen 5, 3 rounds); its sigmoids and tanhs are most of that time. */
-static void prefetch_next_rows(CgEmit *E, const IlirStmt *s, LLVMValueRef iv) {
-  prefetch_rows(E, s, LLVMBuildAdd(E->b, iv, cg_const_i64(E, 1), ""), NULL, 0);
-}
-
-enum { PREFETCH_TILE_NODES = 16 };
-
-/* Before a register tile's block of outputs [from, from + count) over this
- * thread's nodes [lo, hi) of a level: that block of the rows its epilogues
- * gather for those nodes and for node hi, the next level's first
- * (seqlstm's Emb[words[n]], 4 KiB of an 80 MiB table: at B=1 the next
- * step's row arrives while this step's product runs, where its epilogue
- * waited on memory block by block). A block at a time, so the misses spread
- * over the level rather than filling the core's miss buffers at once; at
- * most PREFETCH_TILE_NODES nodes, so a wide level's rows do not crowd the L1. */
-void cg_prefetch_tile_rows(CgEmit *E, const IlirStmt *s, LLVMValueRef lo, LLVMValueRef hi,
-                           LLVMValueRef from, long count) {
-  if (E->tgt->kind != CG_TARGET_CPU || !E->level) return;
-  LLVMValueRef end = LLVMBuildAdd(E->b, hi, cg_const_i64(E, 1), "");
-  LLVMValueRef cap = LLVMBuildAdd(E->b, lo, cg_const_i64(E, PREFETCH_TILE_NODES), "");
-  end = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSLT, cap, end, ""), cap, end, "");
-  CgLoop L;
-  cg_loop_open(E, &L, lo, end, "pf.n");
-  prefetch_rows(E, s, L.iv, from, count);
-  cg_loop_close(E, &L);
-}
-
 /* levels[i] */
 static LLVMValueRef level_start(CgEmit *E, LLVMValueRef i) {
   LLVMValueRef at = LLVMBuildInBoundsGEP2(E->b, E->i32, E->bufs[E->k->levels_buf], &i, 1, "");
@@ -654,204 +529,6 @@ static LLVMValueRef barrier_skippable(CgEmit *E, LLVMValueRef l) {
   return LLVMBuildOr(E->b, skip, in_phase, "");
 }
 
-enum { WARP_LANES = 32 };
-
-/* tid.x's lane in its warp, and (in *warp) the warp's index in the block. */
-static LLVMValueRef warp_lane(CgEmit *E, LLVMValueRef *warp) {
-  LLVMValueRef tid = E->tgt->sreg(E->b, E->mod, CG_SREG_TID);
-  *warp = LLVMBuildLShr(E->b, tid, cg_const_i64(E, 5), "warp");
-  return LLVMBuildAnd(E->b, tid, cg_const_i64(E, WARP_LANES - 1), "lane");
-}
-
-/* This [lane]'s part of the sum [e] = sum(r in [lo, hi)) x of a WARP loop
- * (emit_warp_store): the terms lo + lane, lo + lane + 32, ... Where the
- * range is a multiple of 32 terms the loop counts the lane's terms, a
- * constant, so LLVM unrolls it and the lane's loads are in flight together
- * (from the lane up to hi, the count depends on the lane). */
-static LLVMValueRef lane_part(CgEmit *E, const IlirExpr *e, LLVMValueRef lane) {
-  long span = e->hi->ival - e->lo->ival; /* constants: ilir_warp_sum */
-  bool whole = span % WARP_LANES == 0;
-  LLVMValueRef lo = LLVMBuildAdd(E->b, cg_emit_expr(E, e->lo), lane, "");
-  CgLoop L;
-  if (whole) cg_loop_open(E, &L, cg_const_i64(E, 0), cg_const_i64(E, span / WARP_LANES), "k");
-  else cg_loop_open(E, &L, lo, cg_emit_expr(E, e->hi), var_name(e->var));
-  LLVMPositionBuilderBefore(E->b, LLVMGetNextInstruction(L.iv));
-  LLVMValueRef acc = LLVMBuildPhi(E->b, E->f32, "acc");
-  LLVMPositionBuilderAtEnd(E->b, L.body);
-  LLVMValueRef r = whole ? LLVMBuildAdd(E->b, lo, LLVMBuildMul(E->b, L.iv, cg_const_i64(E, WARP_LANES), ""), "")
-                         : L.iv;
-  LLVMValueRef x = cg_bind_var(E, e->var, r) ? cg_emit_expr(E, e->a) : LLVMGetUndef(E->f32);
-  /* a product term and its addition may fuse (fma.rn.f32) */
-  if (LLVMIsAInstruction(x) && LLVMGetInstructionOpcode(x) == LLVMFMul)
-    LLVMSetFastMathFlags(x, LLVMFastMathAllowContract);
-  LLVMValueRef next = LLVMBuildFAdd(E->b, acc, x, "");
-  LLVMSetFastMathFlags(next, LLVMFastMathAllowContract);
-  LLVMBasicBlockRef end = cg_loop_close_by(E, &L, whole ? 1 : WARP_LANES);
-  if (!E->failed) E->vars[e->var->id] = NULL;
-  LLVMValueRef vals[2] = {const_f32(E, 0), next};
-  LLVMBasicBlockRef from[2] = {L.pre, end};
-  LLVMAddIncoming(acc, vals, from, 2);
-  return acc;
-}
-
-/* Code from here runs on [lane] 0 alone, up to lane0_end (its join block). */
-static LLVMBasicBlockRef lane0_begin(CgEmit *E, LLVMValueRef lane) {
-  LLVMBasicBlockRef st = cg_new_block(E, "lane0"), done = cg_new_block(E, "lane0.done");
-  LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntEQ, lane, cg_const_i64(E, 0), ""), st, done);
-  LLVMPositionBuilderAtEnd(E->b, st);
-  return done;
-}
-
-static void lane0_end(CgEmit *E, LLVMBasicBlockRef done) {
-  LLVMBuildBr(E->b, done);
-  LLVMPositionBuilderAtEnd(E->b, done);
-}
-
-/* The store [s] of sums of an iteration of a WARP loop (ilir_store_sums:
- * out[idx] = one or several sums added) with this thread's [lane] of the
- * warp: the lane adds its part of each sum (lane_part); the target's
- * warp_sum folds the lanes' parts; lane 0 stores. */
-static void emit_warp_store(CgEmit *E, const IlirStmt *s, LLVMValueRef lane) {
-  IlirExpr *terms[ILIR_WARP_MAX_TERMS];
-  LLVMValueRef part = NULL;
-  int nt = ilir_store_sums(s, terms);
-  for (int t = 0; t < nt && !E->failed; t++) {
-    LLVMValueRef p = lane_part(E, terms[t], lane);
-    part = part ? LLVMBuildFAdd(E->b, part, p, "") : p;
-  }
-  if (!part) {
-    cg_fail(E, E->f32, "a warp loop without sums, buffer", s->buf);
-    return;
-  }
-  LLVMValueRef sum = E->tgt->warp_sum(E->b, E->mod, part);
-  LLVMBasicBlockRef done = lane0_begin(E, lane);
-  LLVMValueRef idx = cg_emit_expr(E, s->index);
-  LLVMBuildStore(E->b, sum, LLVMBuildInBoundsGEP2(E->b, E->f32, E->bufs[s->buf], &idx, 1, ""));
-  lane0_end(E, done);
-}
-
-/* An iteration of a WARP loop [w] of a GRID loop, one store of sums or
- * fused (ilir.h, IlirBind): each store of sums an emit_warp_store, each
- * elementwise one by lane 0, which stored the sums and elements it reads
- * (program order; the verifier saw to it). */
-static void emit_warp_stores(CgEmit *E, const IlirStmt *w, LLVMValueRef lane) {
-  for (int i = 0; i < w->body.n && !E->failed; i++) {
-    const IlirStmt *s = w->body.stmts[i];
-    IlirExpr *terms[ILIR_WARP_MAX_TERMS];
-    if (ilir_store_sums(s, terms) > 0) {
-      emit_warp_store(E, s, lane);
-      continue;
-    }
-    LLVMBasicBlockRef done = lane0_begin(E, lane);
-    cg_emit_store(E, s);
-    lane0_end(E, done);
-  }
-}
-
-/* Must every level end at the grid barrier (a GPU target, a kernel with a
- * GRID loop)? Then a level's sums run on every block, not on block 0 alone,
- * so a level of one node cannot skip the barrier before them, even in a
- * chain of single nodes — nor the leaves' level before the first of them. */
-static bool grid_level(const CgEmit *E) { return E->tgt->sreg && cg_gpu_all_blocks(E->k); }
-
-/* A GRID loop (ilir.h) over the nodes [lo, hi): for each of its WARP loops
- * (I iterations from i0), the pairs p = node * I + i in [0, (hi - lo) I)
- * taken by the grid's warps in turn — warp w of block b is the grid's warp
- * b * warps + w — each emit_warp_stores; then the grid barrier, unless the
- * loop ends its level, whose grid barrier follows at once (grid_level): a
- * fused level (sched_gpu.c, fuse_level) waits at one barrier. Every lane of
- * a warp runs the same pairs. */
-/* This warp's index among all the grid's warps (block b's warp w is b *
- * warps + w), their count into [*nwarps], and the lane into [*lane]. */
-static LLVMValueRef grid_warp(CgEmit *E, LLVMValueRef *nwarps, LLVMValueRef *lane) {
-  const CgTarget *t = E->tgt;
-  LLVMValueRef warps = cg_const_i64(E, t->block_threads / WARP_LANES), warp;
-  *lane = warp_lane(E, &warp);
-  *nwarps = LLVMBuildMul(E->b, t->sreg(E->b, E->mod, CG_SREG_NCTAID), warps, "nwarps");
-  return LLVMBuildAdd(E->b, LLVMBuildMul(E->b, t->sreg(E->b, E->mod, CG_SREG_CTAID), warps, ""),
-                      warp, "gwarp");
-}
-
-static void emit_grid_loop(CgEmit *E, const IlirStmt *s) {
-  LLVMValueRef lo = cg_emit_expr(E, s->lo), hi = cg_emit_expr(E, s->hi);
-  LLVMValueRef nwarps, lane, gwarp = grid_warp(E, &nwarps, &lane);
-  LLVMValueRef nodes = LLVMBuildSub(E->b, hi, lo, "");
-  for (int k = 0; k < s->body.n && !E->failed; k++) {
-    const IlirStmt *w = s->body.stmts[k];
-    LLVMValueRef I = cg_const_i64(E, w->hi->ival - w->lo->ival);
-    CgLoop L;
-    cg_loop_open(E, &L, gwarp, LLVMBuildMul(E->b, nodes, I, ""), "pair");
-    LLVMValueRef n = LLVMBuildAdd(E->b, lo, LLVMBuildSDiv(E->b, L.iv, I, ""), "");
-    LLVMValueRef i = LLVMBuildAdd(E->b, cg_emit_expr(E, w->lo), LLVMBuildSRem(E->b, L.iv, I, ""), "");
-    if (cg_bind_var(E, s->var, n) && cg_bind_var(E, w->var, i)) emit_warp_stores(E, w, lane);
-    cg_loop_close_step(E, &L, nwarps);
-    if (!E->failed) E->vars[w->var->id] = NULL;
-  }
-  if (!E->failed) E->vars[s->var->id] = NULL;
-  const IlirBlock *level = E->level_body;
-  bool ends_level = level && level->n > 0 && level->stmts[level->n - 1] == s;
-  if (!E->failed && !ends_level) cg_emit_barrier(E, NULL);
-}
-
-/* A loop bound to GPU blocks, threads or warps (ilir.h, IlirBind) on a
- * target that has them: a BLOCK loop runs this block's contiguous share of
- * its nodes (as thread_share, by block index), a THREAD loop the iterations
- * lo + tid.x + k * block_threads, a WARP loop the iterations lo + warp + k *
- * warps (warp = tid.x / 32; each iteration's sum shared among the warp's
- * lanes, emit_warp_store), then the block's barrier. Every lane of a warp
- * runs the same iterations, so all of them reach the shuffles. A NODE_WARP
- * loop runs the nodes lo + gwarp + k * nwarps (the grid's warp gwarp, as in
- * emit_grid_loop); in its body a THREAD loop runs the iterations lo + lane +
- * 32 k, a WARP loop every iteration on the whole warp, each then the warp's
- * barrier (a block's warps are on different nodes: no block barrier there).
- * There a lane's own sums (emit_reduce) are loops not unrolled: unrolled,
- * with the lanes loop's few iterations a lane (8 at H = 256), ptxas took 255
- * registers for dagrnn's and spilled; not unrolled, 62 and no spill. */
-static void emit_bound_loop(CgEmit *E, const IlirStmt *s) {
-  const CgTarget *t = E->tgt;
-  LLVMValueRef lo = cg_emit_expr(E, s->lo), hi = cg_emit_expr(E, s->hi), lane = NULL;
-  LLVMValueRef nwarps = NULL;
-  long step = 1;
-  bool team = E->warp_team;
-  if (s->bind == ILIR_BIND_WARP) {
-    LLVMValueRef warp;
-    lane = warp_lane(E, &warp);
-    if (!team) {
-      lo = LLVMBuildAdd(E->b, lo, warp, "");
-      step = t->block_threads / WARP_LANES;
-    }
-  } else if (s->bind == ILIR_BIND_NODE_WARP) {
-    LLVMValueRef own_lane;
-    lo = LLVMBuildAdd(E->b, lo, grid_warp(E, &nwarps, &own_lane), "");
-    E->warp_team = true;
-  } else if (team) { /* THREAD: the warp's lanes */
-    LLVMValueRef warp;
-    lo = LLVMBuildAdd(E->b, lo, warp_lane(E, &warp), "");
-    step = WARP_LANES;
-  } else if (s->bind == ILIR_BIND_BLOCK) {
-    LLVMValueRef tid = E->tid, n = E->nthreads;
-    E->tid = t->sreg(E->b, E->mod, CG_SREG_CTAID);
-    E->nthreads = t->sreg(E->b, E->mod, CG_SREG_NCTAID);
-    cg_thread_share(E, &lo, &hi);
-    E->tid = tid, E->nthreads = n;
-  } else {
-    lo = LLVMBuildAdd(E->b, lo, t->sreg(E->b, E->mod, CG_SREG_TID), "");
-    step = t->block_threads;
-  }
-  CgLoop L;
-  cg_loop_open(E, &L, lo, hi, var_name(s->var));
-  if (cg_bind_var(E, s->var, L.iv)) {
-    if (lane) emit_warp_store(E, s->body.stmts[0], lane);
-    else emit_block(E, &s->body);
-  }
-  if (nwarps) cg_loop_close_step(E, &L, nwarps);
-  else cg_loop_close_by(E, &L, step);
-  E->warp_team = team;
-  bool rows = s->bind == ILIR_BIND_THREAD || s->bind == ILIR_BIND_WARP;
-  if (rows && !E->failed) (team ? t->warp_barrier : t->block_barrier)(E->b, E->mod);
-  if (!E->failed) E->vars[s->var->id] = NULL;
-}
-
 bool cg_follows(const CgEmit *E, const IlirStmt *prev, const IlirStmt *s) {
   const IlirBlock *b = E->level_body;
   for (int i = 1; b && i < b->n; i++)
@@ -863,8 +540,7 @@ static void emit_tiled_outlined(CgEmit *E, const IlirStmt *s);
 
 static void emit_loop(CgEmit *E, const IlirStmt *s) {
   if (s->bind && E->tgt->sreg) {
-    if (s->bind == ILIR_BIND_GRID) emit_grid_loop(E, s);
-    else emit_bound_loop(E, s);
+    cg_emit_bound_loop(E, s);
     return;
   }
   if (s->tile_nodes) {
@@ -883,18 +559,19 @@ static void emit_loop(CgEmit *E, const IlirStmt *s) {
     cg_thread_share(E, &lo, &hi);
   }
   CgLoop L;
-  cg_loop_open(E, &L, lo, hi, var_name(s->var));
+  cg_loop_open(E, &L, lo, hi, cg_var_name(s->var));
   LLVMValueRef outer_level = E->level;
   const IlirBlock *outer_body = E->level_body;
   if (s->loop == ILIR_LOOP_LEVELS)
     E->level = L.iv, E->level_body = &s->body, E->synced_after = NULL;
   if (cg_bind_var(E, s->var, L.iv)) {
-    if (s->loop == ILIR_LOOP_NODES && E->tgt->kind == CG_TARGET_CPU) prefetch_next_rows(E, s, L.iv);
-    emit_block(E, &s->body);
+    if (s->loop == ILIR_LOOP_NODES && E->tgt->kind == CG_TARGET_CPU)
+      cg_prefetch_next_rows(E, s, L.iv);
+    cg_emit_block(E, &s->body);
   }
   E->level = outer_level, E->level_body = outer_body;
   if (s->loop == ILIR_LOOP_LEVELS && !E->failed) {
-    LLVMValueRef skip = grid_level(E) ? NULL : barrier_skippable(E, L.iv);
+    LLVMValueRef skip = cg_grid_level(E) ? NULL : barrier_skippable(E, L.iv);
     /* a level that ends with a tile after whose barrier nothing ran (CgEmit) */
     if (skip && s->body.n > 0 && E->synced_after == s->body.stmts[s->body.n - 1])
       skip = LLVMBuildOr(E->b, skip, E->synced_when, "synced");
@@ -913,10 +590,10 @@ static void emit_if(CgEmit *E, const IlirStmt *s) {
   LLVMBasicBlockRef join = cg_new_block(E, "if.join");
   LLVMBuildCondBr(E->b, c, then, els);
   LLVMPositionBuilderAtEnd(E->b, then);
-  emit_block(E, &s->then);
+  cg_emit_block(E, &s->then);
   LLVMBuildBr(E->b, join);
   LLVMPositionBuilderAtEnd(E->b, els);
-  emit_block(E, &s->els);
+  cg_emit_block(E, &s->els);
   LLVMBuildBr(E->b, join);
   LLVMPositionBuilderAtEnd(E->b, join);
 }
@@ -930,7 +607,7 @@ static LLVMValueRef prof_iters(CgEmit *E, const IlirStmt *s) {
   return LLVMBuildSub(E->b, cg_emit_expr(E, s->hi), cg_emit_expr(E, s->lo), "prof.n");
 }
 
-static void emit_block(CgEmit *E, const IlirBlock *blk) {
+void cg_emit_block(CgEmit *E, const IlirBlock *blk) {
   for (int i = 0; i < blk->n && !E->failed; i++) {
     const IlirStmt *s = blk->stmts[i];
     int region = cg_prof_region(E->prof, s);
@@ -1216,7 +893,7 @@ static bool emit_module(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel 
   if (!E.vars) ctx_oom();
   bind_params(&E, body_function(&E));
   LLVMPositionBuilderAtEnd(E.b, cg_new_block(&E, "entry"));
-  emit_block(&E, &k->body);
+  cg_emit_block(&E, &k->body);
   LLVMBuildRetVoid(E.b);
   if (t->entry) t->entry(E.b, mod, k, E.fn);
   else entry_function(&E, E.fn);

@@ -1,6 +1,8 @@
 /* cg_emit_int.h — what the emitter's files share (cg_emit.c: the kernel
- * and its statements; cg_tile.c: register-tiled products). Private to
- * codegen/. */
+ * and its statements; cg_tile.c: register-tiled products; cg_rowdot.c:
+ * matrix-vector rows; cg_prefetch.c: gathered rows' prefetches;
+ * cg_gpu_loops.c: loops bound to a GPU's blocks, threads and warps).
+ * Private to codegen/. */
 #ifndef CTX_CG_EMIT_INT_H
 #define CTX_CG_EMIT_INT_H
 
@@ -22,7 +24,7 @@ typedef struct {
   CtxDiag *diag;
   int vec_floats, vec_regs; /* the host's vector width in floats and register count */
   LLVMValueRef level; /* the innermost LEVELS loop's index; NULL outside the levels */
-  const IlirBlock *level_body; /* and its body (a GRID loop that ends it: emit_grid_loop) */
+  const IlirBlock *level_body; /* and its body (a GRID loop that ends it: cg_gpu_loops.c) */
   bool warp_team; /* inside a NODE_WARP loop: THREAD / WARP loops are the warp's */
   /* The register tile of a level body after which, when [synced_when] holds
    * (the same on every thread), the team just met at a barrier: a barrier
@@ -63,12 +65,19 @@ int cg_transcendentals(const IlirExpr *e);
 
 /* [v] takes the value [val] in what is emitted next; false after an ICE. */
 bool cg_bind_var(CgEmit *E, const IlirVar *v, LLVMValueRef val);
+/* [v]'s name for LLVM values ("v" when it has none). */
+const char *cg_var_name(const IlirVar *v);
 
 LLVMValueRef cg_emit_expr(CgEmit *E, const IlirExpr *e);
 /* The element a view reads (ilir_is_view), through the row's pointer
  * chosen once (cg_emit.c). */
 LLVMValueRef cg_view_ptr(CgEmit *E, const IlirExpr *e);
 void cg_emit_store(CgEmit *E, const IlirStmt *s);
+void cg_emit_block(CgEmit *E, const IlirBlock *blk);
+/* sum(coefs[i] * atoms[i]) + konst over the atoms [use] says, as an i64
+ * (the terms of ilir_linear). */
+LLVMValueRef cg_linear_sum(CgEmit *E, IlirExpr **atoms, const long *coefs, int n,
+                           const bool *use, long konst);
 
 /* This thread's contiguous share of the node range [*lo, *hi). */
 void cg_thread_share(CgEmit *E, LLVMValueRef *lo, LLVMValueRef *hi);
@@ -93,7 +102,7 @@ bool cg_follows(const CgEmit *E, const IlirStmt *prev, const IlirStmt *s);
 /* The register-tiled product [s] (cg_tile.c). */
 void cg_emit_tiled(CgEmit *E, const IlirStmt *s);
 /* Prefetches the block [from, from + count) of the gathered rows the
- * register tile [s] over nodes [lo, hi) reads (cg_emit.c). */
+ * register tile [s] over nodes [lo, hi) reads (cg_prefetch.c). */
 void cg_prefetch_tile_rows(CgEmit *E, const IlirStmt *s, LLVMValueRef lo, LLVMValueRef hi,
                            LLVMValueRef from, long count);
 /* The loop [s] when it is a matrix-vector product over contiguous rows,
@@ -103,5 +112,15 @@ bool cg_emit_row_dots(CgEmit *E, const IlirStmt *s);
 /* A prefetch of the cache line at [at] into L1, for reading (a plain
  * address: it may point past a buffer, a prefetch does not fault). */
 void cg_emit_prefetch(CgEmit *E, LLVMValueRef at);
+/* At the top of an iteration (node [iv]) of the nodes loop [s]: prefetches
+ * of the rows the next node gathers (cg_prefetch.c). */
+void cg_prefetch_next_rows(CgEmit *E, const IlirStmt *s, LLVMValueRef iv);
+
+/* The loop [s] bound to GPU blocks, threads or warps, or a GRID loop, on a
+ * target with special registers (cg_gpu_loops.c). */
+void cg_emit_bound_loop(CgEmit *E, const IlirStmt *s);
+/* Must every level end at the grid barrier (a GPU target and a kernel with
+ * a GRID loop)? (cg_gpu_loops.c) */
+bool cg_grid_level(const CgEmit *E);
 
 #endif
