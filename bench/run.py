@@ -129,57 +129,34 @@ def flops(model, H, kids):
     return 2 * mac
 
 
-def level_bw(name, size, wbytes, m, cap):
-    """The bandwidth the cache level [name] (of [cap] bytes) reads the weights
-    at when it holds [size] bytes of them (of [wbytes] in all)."""
-    bw = m["bw"][name]
-    if name in ("L1", "L2"):
-        # weights that fill most of the level read slower than its probe at half
-        # of it (treefc's 512 KiB at H=256 in a 512 KiB L2: 87.5 against 104 GB/s
-        # on a Zen 3): the sweep's figure at the largest size not above theirs.
-        # Not the sweep at the level's whole size: reading a buffer that fills
-        # the cache in the same order every pass misses on all of it (LRU), a
-        # rate a kernel that alternates its order beats (treefc H=512 B=1, 2 MiB
-        # in a 2 MiB L2 on a Xeon: 0.293 ms against a "limit" of 0.308)
-        below = sorted((b, g) for b, g in m["sweep"] if b <= size and b < cap)
-        if below:
-            bw = min(bw, below[-1][1])
-    elif name == "L3":
-        # a large L3 shared with other cores (and other machines, on a VM) is
-        # not one bandwidth: the probe at a quarter of it can read at DRAM's
-        # speed. The weights' own working set reads at least as fast as the
-        # best the sweep measured at that size or above.
-        above = [g for b, g in m["sweep"] if b >= wbytes]
-        if above:
-            bw = max(bw, max(above))
-    return bw
+def ws_sizes():
+    """The recurrent weights' sizes in bytes of every case, for the machine's
+    working-set probe (machine --ws)."""
+    return sorted({4 * REC_FLOATS[model](H) for _, model, H, _, _ in cases()})
 
 
 def step_seconds(wbytes, m):
-    """The least time one dependent step can read [wbytes] of weights in: at best
-    each cache level keeps as much of them as it holds across the steps, and only
-    the rest comes from the next level (L1's part at L1's bandwidth, the part the
-    L2 holds beyond it at L2's, ...). Weights a little larger than the L2 (treegru
-    H=512's 3 MiB in a 2 MiB L2) are then not all read at the L3's bandwidth, which
-    a kernel beat (0.96x that figure), but mostly at the L2's. Also which levels
-    the weights are read from, e.g. "L2+L3"."""
-    t, done, used = 0.0, 0, []
-    for name, key in (("L1", 1), ("L2", 2), ("L3", 3), ("DRAM", None)):
-        cap = m["cache"].get(key) if key else None
-        if key and not cap:
-            continue
-        upto = wbytes if cap is None else min(wbytes, cap)
-        part = upto - done
-        if part <= 0:
-            continue
-        t += part / (level_bw(name, upto, wbytes, m, cap) * 1e9)
-        done = upto
-        used.append(name)
-        if done >= wbytes:
-            break
-    # L1 holds a small share of any weights it cannot hold whole: name the rest
-    named = [u for u in used if u != "L1"] or used
-    return t, "+".join(named)
+    """The least time one dependent step can read [wbytes] of weights in: wbytes
+    over the fastest rate any probe read a working set at least that large at,
+    again and again (a smaller working set is never slower to re-read in the
+    best order). The probe at the weights' own size reads them forward and back
+    in turn, as ctx's level products do (machine.c, --ws), so it counts what
+    the caches really keep of them: 1 MiB of weights in a 1 MiB L2 read at
+    166-176 GB/s on a Zen 5, where the L2's probe at half its size read 227.
+    Until 2026-12-07 the L2 was taken to keep its whole size of the weights at
+    that rate (treelstm H=256 B=1 0.0445 ms a batch, a rate no probe reached).
+    Also which levels the weights are read from, e.g. "L2+L3"."""
+    rates = [g for b, g in m["ws"] + m["sweep"] if b >= wbytes]
+    c = m["cache"]
+    if wbytes < c.get(1, 0):
+        where = "L1"
+    elif wbytes < c.get(2, 0):
+        where = "L2"
+    elif wbytes < c.get(3, 0):
+        where = "L2+L3"
+    else:
+        where = "L3+DRAM"
+    return wbytes / (max(rates) * 1e9), where
 
 
 def limit_ms(model, H, batch, structs, m):
@@ -315,8 +292,9 @@ def head_structs(src, dst, n):
 # ---- the machine ---------------------------------------------------------------------
 
 def machine(bin_dir, quick, cpu, env):
-    out = sh(["taskset", "-c", cpu, os.path.join(bin_dir, "machine")] +
-             (["--quick"] if quick else []), env=env) or ""
+    out = sh(["taskset", "-c", cpu, os.path.join(bin_dir, "machine"),
+              "--ws", ",".join(map(str, ws_sizes()))] + (["--quick"] if quick else []),
+             env=env) or ""
     kv = lambda key: dict(re.findall(r"(\w+)=(\S+)", re.search(
         r"^%s: (.*)$" % key, out, re.M).group(1)))
     m = {"raw": out}
@@ -338,6 +316,7 @@ def machine(bin_dir, quick, cpu, env):
         r"bw: level=(\w+) bytes=(\d+) gbps=([\d.]+)", out)}
     m["sweep"] = [(int(a), float(g)) for a, g in re.findall(r"sweep: bytes=(\d+) gbps=([\d.]+)",
                                                              out)]
+    m["ws"] = [(int(a), float(g)) for a, g in re.findall(r"ws: bytes=(\d+) gbps=([\d.]+)", out)]
     b = kv("blas")
     m["corename"], m["sgemm1"], m["sgemm2"] = b["corename"], float(b["sgemm1_gflops"]), float(
         b["sgemm2_gflops"])
@@ -368,6 +347,8 @@ def best_of(m1, m2):
     m["bw"] = {k: max(v, m2["bw"].get(k, 0)) for k, v in m1["bw"].items()}
     two = dict(m2["sweep"])
     m["sweep"] = [(b, max(g, two.get(b, 0))) for b, g in m1["sweep"]]
+    two = dict(m2["ws"])
+    m["ws"] = [(b, max(g, two.get(b, 0))) for b, g in m1["ws"]]
     m["sgemm1"], m["sgemm2"] = max(m1["sgemm1"], m2["sgemm1"]), max(m1["sgemm2"], m2["sgemm2"])
     if m1.get("tile") and m2.get("tile"):
         m["tile"] = max(m1["tile"], m2["tile"], key=lambda t: t[2])
@@ -426,6 +407,9 @@ def header(m, env, ratios_ok):
             "L%d %s" % (k, mib(v)) for k, v in sorted(m["cache"].items())) + (
             " (from CPUID: this host has no sysfs cache entries)"
             if "cpuid" in m.get("cache_src", []) else ""),
+        "the recurrent weights re-read forward and back in turn (the limit's working sets; "
+        "each step at the fastest rate a working set at least as large read): " + ", ".join(
+            "%s %.0f GB/s" % (mib(b), g) for b, g in m["ws"]),
         "OpenBLAS (baselines: OPENBLAS_CORETYPE=%s, OPENBLAS_L2_SIZE unset; %s): corename %s,"
         " sgemm 512^3 %.1f GFLOP/s 1 thread (%.0f%% of the FMA peak), %.1f 2 threads" % (
             env["OPENBLAS_CORETYPE"], blas_variant(), m["corename"], m["sgemm1"],

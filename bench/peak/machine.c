@@ -12,7 +12,9 @@
  * 3. Read bandwidth of each cache level and of DRAM: a buffer of half the level's
  *    size (L1d, L2; the L3 is shared, a quarter of it), and one of 4x the L3 for DRAM,
  *    summed with the widest vector loads into independent accumulators, again and
- *    again. Plus a sweep of sizes for the record.
+ *    again. Plus a sweep of sizes for the record, and with --ws the working sets
+ *    the limit divides by (the models' recurrent weights), each read forward and
+ *    back in turn, as ctx's level products read their weights.
  * Every figure is the best of many short rounds (see fma_peak()).
  * 4. OpenBLAS: openblas_get_corename() and a large sgemm (512^3) on 1 and 2
  *    threads — whether the baselines run on OpenBLAS's real kernel for this CPU.
@@ -27,9 +29,10 @@
  *   peak: gflops=G
  *   bw: level=L1|L2|L3|DRAM bytes=S gbps=B
  *   sweep: bytes=S gbps=B
+ *   ws: bytes=S gbps=B          (one per size of --ws)
  *   blas: corename=.. sgemm1_gflops=G sgemm2_gflops=G
  *   tile: rows=R vectors=V gflops=G
- * usage: machine [--quick]
+ * usage: machine [--quick] [--ws BYTES,BYTES...]
  */
 #include <cblas.h>
 #include <immintrin.h>
@@ -291,25 +294,71 @@ __attribute__((target("avx2"))) static float read_avx2(const float *p, size_t n)
   return out[0] + out[7];
 }
 
-/* Best GB/s reading [bytes] again and again. */
-static double read_gbps(int lanes, size_t bytes, double secs) {
+/* read_avx512 and read_avx2 from the last 128 floats back to the first */
+__attribute__((target("avx512f"))) static float read_back_avx512(const float *p, size_t n) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,
+         a7 = a0;
+  for (size_t i = n; i > 0; i -= 128) {
+    const float *q = p + i - 128;
+    a0 = _mm512_add_ps(a0, _mm512_load_ps(q + 112));
+    a1 = _mm512_add_ps(a1, _mm512_load_ps(q + 96));
+    a2 = _mm512_add_ps(a2, _mm512_load_ps(q + 80));
+    a3 = _mm512_add_ps(a3, _mm512_load_ps(q + 64));
+    a4 = _mm512_add_ps(a4, _mm512_load_ps(q + 48));
+    a5 = _mm512_add_ps(a5, _mm512_load_ps(q + 32));
+    a6 = _mm512_add_ps(a6, _mm512_load_ps(q + 16));
+    a7 = _mm512_add_ps(a7, _mm512_load_ps(q));
+  }
+  a0 = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
+                     _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));
+  return _mm512_reduce_add_ps(a0);
+}
+
+__attribute__((target("avx2"))) static float read_back_avx2(const float *p, size_t n) {
+  __m256 a[8];
+  for (int j = 0; j < 8; j++) a[j] = _mm256_setzero_ps();
+  for (size_t i = n; i > 0; i -= 64)
+    for (int j = 0; j < 8; j++) a[j] = _mm256_add_ps(a[j], _mm256_load_ps(p + i - 8 - 8 * j));
+  float out[8];
+  for (int j = 1; j < 8; j++) a[0] = _mm256_add_ps(a[0], a[j]);
+  _mm256_storeu_ps(out, a[0]);
+  return out[0] + out[7];
+}
+
+/* One pass over [n] floats, forward or (back) from the end. */
+static float read_pass(int lanes, const float *p, size_t n, int back) {
+  if (back) return lanes == 16 ? read_back_avx512(p, n) : read_back_avx2(p, n);
+  return lanes == 16 ? read_avx512(p, n) : read_avx2(p, n);
+}
+
+/* Best GB/s reading [bytes] again and again: in the same order every pass,
+ * or with [zigzag] forward and back in turn, so each pass starts on what the
+ * last one read most recently (what ctx's level products do with their
+ * weights: codegen/cg_tile.c, block_at). */
+static double read_gbps_order(int lanes, size_t bytes, double secs, int zigzag) {
   size_t n = bytes / sizeof(float) / 128 * 128;
   float *p = fill(n);
   volatile float sink = 0;
   double best = 0, t_end = now_s() + secs;
-  /* 64 MiB a round: 0.2-0.5 ms in the caches, one pass of a DRAM-sized buffer */
+  /* 64 MiB a round: 0.2-0.5 ms in the caches, one pass of a DRAM-sized buffer
+   * (an even number of passes, so a zigzag round ends where it began) */
   size_t passes = bytes >= (64u << 20) ? 1 : (64u << 20) / bytes;
-  sink += lanes == 16 ? read_avx512(p, n) : read_avx2(p, n); /* into the cache */
+  passes += zigzag && passes % 2;
+  sink += read_pass(lanes, p, n, 0); /* into the cache */
   do {
     double t0 = now_s();
     for (size_t k = 0; k < passes; k++)
-      sink += lanes == 16 ? read_avx512(p, n) : read_avx2(p, n);
+      sink += read_pass(lanes, p, n, zigzag && k % 2 == 0);
     double g = (double)n * sizeof(float) * (double)passes / (now_s() - t0) / 1e9;
     if (g > best) best = g;
   } while (now_s() < t_end);
   (void)sink;
   free(p);
   return best;
+}
+
+static double read_gbps(int lanes, size_t bytes, double secs) {
+  return read_gbps_order(lanes, bytes, secs, 0);
 }
 
 /* Size of the data (or unified) cache of [level] for cpu0 from sysfs, 0 if unknown. */
@@ -373,7 +422,18 @@ static double sgemm_gflops(int n, int threads, double secs) {
 }
 
 int main(int argc, char **argv) {
-  double secs = argc > 1 && !strcmp(argv[1], "--quick") ? 0.25 : 0.6;
+  double secs = 0.6;
+  const char *ws = "";
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--quick")) {
+      secs = 0.25;
+    } else if (!strcmp(argv[i], "--ws") && i + 1 < argc) {
+      ws = argv[++i];
+    } else {
+      fprintf(stderr, "usage: machine [--quick] [--ws BYTES,BYTES...]\n");
+      return 2;
+    }
+  }
   char model[256], vendor[64];
   int family;
   double mhz = cpuinfo_mhz(model, sizeof model, &family, vendor, sizeof vendor);
@@ -409,6 +469,19 @@ int main(int argc, char **argv) {
    * the weights' size (bench/run.py, limit_ms) */
   for (size_t kib = 16; kib <= 256 * 1024; kib *= 2)
     printf("sweep: bytes=%zu gbps=%.1f\n", kib * 1024, read_gbps(lanes, kib * 1024, secs / 3));
+  /* the working sets the limit divides by: each size read forward and back in
+   * turn (bench/run.py, step_seconds) */
+  for (const char *q = ws; *q;) {
+    char *end;
+    unsigned long long bytes = strtoull(q, &end, 10);
+    if (end == q || bytes < 512 || (*end && *end != ',')) {
+      fprintf(stderr, "machine: --ws wants sizes in bytes, at least 512, comma-separated\n");
+      return 2;
+    }
+    printf("ws: bytes=%llu gbps=%.1f\n", bytes, read_gbps_order(lanes, bytes, secs / 2, 1));
+    fflush(stdout);
+    q = *end ? end + 1 : end;
+  }
   const char *core = openblas_get_corename();
   double g1 = sgemm_gflops(512, 1, secs * 4), g2 = sgemm_gflops(512, 2, secs * 4);
   printf("blas: corename=%s sgemm1_gflops=%.1f sgemm2_gflops=%.1f\n", core ? core : "?", g1, g2);
