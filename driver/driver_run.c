@@ -417,23 +417,39 @@ static void note_fit(CtxRun *r) {
   ctx_buf_free(&b);
 }
 
-/* Do the default weights of [ps] fit this machine's memory? Else says so
- * (a system that overcommits would hand out the memory and then stop the
- * process as it is written). */
+/* Do the default weights of [ps] fit this machine's memory, with what the
+ * run makes of them (the compiled kernel's packed copies of its weight
+ * blocks; the interpreter's float64 copies)? Else says so (a system that
+ * overcommits would hand out the memory and then stop the process as it is
+ * written: treelstm -D H=30000's 22 GB of weights passed a check of the
+ * weights alone on a 25 GB machine, then the packed copy of U_iou ran it
+ * out of memory). */
 static bool weights_fit(CtxRun *r, const CtxrtParam *ps, int n) {
-  double bytes = 0;
+  double bytes = 0, copies = 0;
   for (int k = 0; k < n; k++) {
     double numel = 1;
     for (int d = 0; d < ps[k].ndim; d++) numel *= (double)ps[k].shape[d];
     bytes += numel * sizeof(float);
   }
+  if (r->o->interp) copies = bytes * 2; /* doubles */
+  else if (r->k)
+    for (int b = 0; b < r->k->nbufs; b++)
+      if (r->k->bufs[b].kind == ILIR_BUF_PACKED)
+        copies += (double)r->k->bufs[b].pack.rows * (double)r->k->bufs[b].pack.cols * sizeof(float);
   long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   double have = pages > 0 && page > 0 ? (double)pages * (double)page : 0;
-  if (!have || bytes <= have) return true;
+  if (!have || bytes + copies <= have) return true;
   r->err.status = CTXRT_ERR_NOMEM;
   r->err.line = 0;
-  snprintf(r->err.msg, sizeof r->err.msg, "error: the default weights need %.1f GB, more "
-           "than this machine's %.1f GB of memory", bytes / 1e9, have / 1e9);
+  if (copies > 0)
+    snprintf(r->err.msg, sizeof r->err.msg, "error: the default weights (%.1f GB) and %s (%.1f "
+             "GB) need %.1f GB, more than this machine's %.1f GB of memory", bytes / 1e9,
+             r->o->interp ? "the interpreter's float64 copies of them"
+                          : "the kernel's packed copies of their blocks",
+             copies / 1e9, (bytes + copies) / 1e9, have / 1e9);
+  else
+    snprintf(r->err.msg, sizeof r->err.msg, "error: the default weights need %.1f GB, more "
+             "than this machine's %.1f GB of memory", bytes / 1e9, have / 1e9);
   return false;
 }
 

@@ -44,7 +44,10 @@ typedef enum CtxrtStatus {
   CTXRT_ERR_SYNTAX = 2,  /* malformed input text or bytes */
   CTXRT_ERR_INVALID = 3, /* well-formed input that breaks a rule (cycle, arity...) */
   CTXRT_ERR_ARG = 4,     /* a bad argument or spec string from the caller */
-  CTXRT_ERR_NOMEM = 5,   /* out of memory, or an input too large to represent */
+  CTXRT_ERR_NOMEM = 5,   /* out of memory, or an input too large to represent; an
+                          * allocation from 64 MiB on that exceeds /proc/meminfo's
+                          * MemAvailable + SwapFree is refused (not left to the OOM
+                          * killer), and the message gives both sizes */
   CTXRT_ERR_DEVICE = 6,  /* no CUDA driver or GPU, or the driver refused (its message) */
 } CtxrtStatus;
 

@@ -34,11 +34,19 @@ CtxrtStatus ctxrt__err(CtxrtError *err, CtxrtStatus status, const char *file,
 /* The out-of-memory error for [file]. */
 CtxrtStatus ctxrt__nomem(CtxrtError *err, const char *file);
 
+/* Can the system hold [bytes] more for this process? From 64 MiB on, not
+ * when they exceed /proc/meminfo's MemAvailable + SwapFree: Linux grants
+ * such a malloc (overcommit) and its OOM killer ends the process when the
+ * pages are written (treelstm -D H=30000's 11 GB of U_iou on a 24 GB
+ * machine); refused, ctxrt__nomem says how much was wanted and available. */
+int ctxrt__fits(size_t bytes);
+
 /* [bytes] of memory for weights the kernels read at every level, aligned to
  * 64 bytes; from 256 KiB on, in transparent huge pages where the system
  * gives them (madvise): physically contiguous 2 MiB, so which cache sets a
  * matrix occupies no longer depends on where the system put its 4 KiB
- * pages. Freed with free(); NULL when out of memory. */
+ * pages. Freed with free(); NULL when out of memory or when the system
+ * cannot hold them (ctxrt__fits). */
 void *ctxrt__hot_alloc(size_t bytes);
 
 /* dst[i] = (float)src[i] for i < n (rounded to nearest), in the widest

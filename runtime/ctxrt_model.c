@@ -212,7 +212,7 @@ static float *node_rows(CtxrtModel *m, int32_t b, int64_t num_nodes) {
   if (need > m->rows_cap[b]) {
     free(m->rows[b]);
     m->rows_cap[b] = 0;
-    m->rows[b] = calloc(need, sizeof(float));
+    m->rows[b] = ctxrt__fits(need * sizeof(float)) ? calloc(need, sizeof(float)) : NULL;
     if (!m->rows[b]) return NULL;
     m->rows_cap[b] = need;
   }

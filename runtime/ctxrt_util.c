@@ -25,11 +25,47 @@
 
 /* ---------------------------------------------------------------- memory */
 
+/* The bytes the system can still give this process: MemAvailable plus
+ * SwapFree of /proc/meminfo; 0 where that is unknown. */
+static uint64_t memory_available(void) {
+  FILE *f = fopen("/proc/meminfo", "r");
+  if (!f) return 0;
+  char line[128];
+  unsigned long long kib, total = 0;
+  int found = 0;
+  while (fgets(line, sizeof line, f)) {
+    if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1 ||
+        sscanf(line, "SwapFree: %llu kB", &kib) == 1) {
+      total += kib;
+      found++;
+    }
+  }
+  fclose(f);
+  return found ? (uint64_t)total * 1024 : 0;
+}
+
+/* The last allocation this thread refused because the system could not hold
+ * it (ctxrt__fits), for ctxrt__nomem's message. */
+static _Thread_local struct {
+  uint64_t wanted, available;
+} refused;
+
+int ctxrt__fits(size_t bytes) {
+  enum { CHECKED = 64 << 20 }; /* smaller ones: malloc's own answer */
+  if (bytes < CHECKED) return 1;
+  uint64_t avail = memory_available();
+  if (!avail || bytes <= avail) return 1;
+  refused.wanted = bytes;
+  refused.available = avail;
+  return 0;
+}
+
 /* seqlstm H=256 B=1 (1 MiB of recurrent weights, twice the L2): runs of one
  * kernel took 1.66-1.69 or 2.09-2.11 ms per batch, by process, on 4 KiB
  * pages. */
 void *ctxrt__hot_alloc(size_t bytes) {
   enum { HUGE = 2 << 20, SMALL = 256 << 10 };
+  if (!ctxrt__fits(bytes)) return NULL;
   if (bytes < SMALL) return aligned_alloc(64, (bytes + 63) / 64 * 64);
   size_t size = (bytes + HUGE - 1) / HUGE * HUGE;
   void *p = aligned_alloc(HUGE, size);
@@ -131,6 +167,15 @@ CtxrtStatus ctxrt__err(CtxrtError *err, CtxrtStatus status, const char *file,
 }
 
 CtxrtStatus ctxrt__nomem(CtxrtError *err, const char *file) {
+  if (refused.wanted) {
+    double gib = 1024.0 * 1024 * 1024;
+    CtxrtStatus st = ctxrt__err(err, CTXRT_ERR_NOMEM, file, 0,
+                                "out of memory: %.2f GiB wanted at once, %.2f GiB available "
+                                "(MemAvailable + SwapFree)",
+                                (double)refused.wanted / gib, (double)refused.available / gib);
+    refused.wanted = 0;
+    return st;
+  }
   return ctxrt__err(err, CTXRT_ERR_NOMEM, file, 0,
                     "out of memory (or an input too large to hold)");
 }

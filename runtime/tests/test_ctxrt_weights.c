@@ -1,8 +1,10 @@
 /* test_ctxrt_weights.c — weights: the default initialiser (golden values from an
  * independent transcription of ctxrt.h, float/double agreement), safetensors round
  * trips through memory and files, the writer's exact header, every malformed file
- * with its exact message, and the check against the model's parameters. */
+ * with its exact message, the check against the model's parameters, and
+ * weights larger than the system can hold. */
 #include "ctxrt_testutil.h"
+#include "runtime/ctxrt_int.h" /* ctxrt__nomem */
 
 #include <math.h>
 #include <stdio.h>
@@ -93,6 +95,25 @@ START_TEST(test_create_and_init) {
   CtxrtParam bad[] = {{"W", 9, {0}}};
   ck_assert_int_eq(ctxrt_weights_create(bad, 1, &w, &err), CTXRT_ERR_ARG);
   ck_assert_str_eq(err.msg, "error: parameter 'W' has a bad shape");
+}
+END_TEST
+
+/* Weights larger than the system can hold are refused before any of them is
+ * written (Linux would grant the allocation and its OOM killer end the
+ * process as the pages are touched), with the sizes in the message. */
+START_TEST(test_create_beyond_memory) {
+  CtxrtParam huge[] = {{"W", 2, {1 << 20, 1 << 20}}}; /* 4 TiB of floats */
+  CtxrtWeights *w = NULL;
+  CtxrtError err;
+  ck_assert_int_eq(ctxrt_weights_create(huge, 1, &w, &err), CTXRT_ERR_NOMEM);
+  ck_assert_ptr_null(w);
+  ck_assert_msg(strstr(err.msg, "error: out of memory: 4096.00 GiB wanted at once, ") == err.msg,
+                "%s", err.msg);
+  ck_assert_msg(strstr(err.msg, " GiB available (MemAvailable + SwapFree)") != NULL, "%s",
+                err.msg);
+  /* the next failure without a refusal says the plain message again */
+  ck_assert_int_eq(ctxrt__nomem(&err, NULL), CTXRT_ERR_NOMEM);
+  ck_assert_str_eq(err.msg, "error: out of memory (or an input too large to hold)");
 }
 END_TEST
 
@@ -463,6 +484,7 @@ static Suite *weights_suite(void) {
   tcase_add_test(tc, test_init_golden);
   tcase_add_test(tc, test_init_f32_f64_agree);
   tcase_add_test(tc, test_create_and_init);
+  tcase_add_test(tc, test_create_beyond_memory);
   tcase_add_test(tc, test_round_trip_buffer);
   tcase_add_test(tc, test_round_trip_file);
   tcase_add_test(tc, test_malformed);
