@@ -345,10 +345,9 @@ def best_of(m1, m2):
     m = dict(m1)
     m["fma_loop"] = max(m1["fma_loop"], m2["fma_loop"])
     m["bw"] = {k: max(v, m2["bw"].get(k, 0)) for k, v in m1["bw"].items()}
-    two = dict(m2["sweep"])
-    m["sweep"] = [(b, max(g, two.get(b, 0))) for b, g in m1["sweep"]]
-    two = dict(m2["ws"])
-    m["ws"] = [(b, max(g, two.get(b, 0))) for b, g in m1["ws"]]
+    for key in ("sweep", "ws"):  # (bytes, GB/s) pairs: the better rate at each size
+        two = dict(m2[key])
+        m[key] = [(b, max(g, two.get(b, 0))) for b, g in m1[key]]
     m["sgemm1"], m["sgemm2"] = max(m1["sgemm1"], m2["sgemm1"]), max(m1["sgemm2"], m2["sgemm2"])
     if m1.get("tile") and m2.get("tile"):
         m["tile"] = max(m1["tile"], m2["tile"], key=lambda t: t[2])

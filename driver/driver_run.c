@@ -432,10 +432,10 @@ static bool weights_fit(CtxRun *r, const CtxrtParam *ps, int n) {
     bytes += numel * sizeof(float);
   }
   if (r->o->interp) copies = bytes * 2; /* doubles */
-  else if (r->k)
-    for (int b = 0; b < r->k->nbufs; b++)
-      if (r->k->bufs[b].kind == ILIR_BUF_PACKED)
-        copies += (double)r->k->bufs[b].pack.rows * (double)r->k->bufs[b].pack.cols * sizeof(float);
+  for (int b = 0; !r->o->interp && r->k && b < r->k->nbufs; b++) {
+    const IlirBuf *pb = &r->k->bufs[b];
+    if (pb->kind == ILIR_BUF_PACKED) copies += (double)pb->pack.rows * pb->pack.cols * sizeof(float);
+  }
   long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   double have = pages > 0 && page > 0 ? (double)pages * (double)page : 0;
   if (!have || bytes + copies <= have) return true;
