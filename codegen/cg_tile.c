@@ -288,13 +288,18 @@ static void tile_stream_sum(CgEmit *E, const CgTile *T, int g, LLVMValueRef n0, 
   LLVMPositionBuilderBefore(E->b, LLVMGetNextInstruction(L.iv));
   for (int a = 0; a < P * na; a++) phi[a] = next[a] = LLVMBuildPhi(E->b, vec_type(E, vl), "acc");
   LLVMPositionBuilderAtEnd(E->b, L.body);
-  /* A full tile over PACKED weights takes two steps of r an iteration (the
-   * same chains in the same order): 9 alternating rounds, H=256, B=10:
-   * treelstm 0.95x the time, treegru 0.95x, treefc 0.97x, childsum 0.97x;
-   * B=1 (mostly shorter tiles) 0.90-1.01x. Shorter tiles and node
-   * matrices stay one step: mvrnn B=10 with every tile unrolled 1.31x,
-   * and treelstm's ctx build 1.14x against 1.07x. */
-  int U = E->tgt->kind == CG_TARGET_CPU && nb == T->rows && st.base && part % 2 == 0 ? 2 : 1;
+  /* A tile of at least half the full rows over PACKED weights takes two
+   * steps of r an iteration (the same chains in the same order): 9
+   * alternating rounds, H=256, B=10: treelstm 0.95x the time, treegru 0.95x,
+   * treefc 0.97x, childsum 0.97x; B=1 (mostly shorter tiles) 0.90-1.01x.
+   * Shorter tiles and node matrices stay one step: mvrnn B=10 with every
+   * tile unrolled 1.31x, and treelstm's ctx build 1.14x against 1.07x.
+   * Since tiles are even (tile_rows), most are within a row or two of the
+   * full one: unrolling those too, on the Intel host of 2026-12-07, 5-9
+   * alternating rounds against full tiles only, B=10: seqlstm H=256 0.96x
+   * the time, treelstm 0.97x, treegru 0.98x; B=1 0.99-1.01x; ctx build of
+   * treelstm unchanged (0.16-0.17 s). */
+  int U = E->tgt->kind == CG_TARGET_CPU && 2 * nb >= T->rows && st.base && part % 2 == 0 ? 2 : 1;
   for (int u = 0; u < U; u++)
     for (int q = 0; q < P && !E->failed; q++)
       tile_step(E, T, S, st, plus(E, L.iv, (q0 + q) * part + u), n0, nb, i0, iv, vl,
@@ -433,20 +438,48 @@ static int tile_vectors(const CgEmit *E, const CgTile *T, int *nb, int vl, int w
   return iv;
 }
 
-/* The rows [rest, hi) left after the tiles of nb rows — fewer than nb — as
- * one tile of exactly that many rows: a level of 2 or 3 nodes still reads
- * each weight once for all of them (a switch on the count, a tile shape per
- * case). */
-static void emit_rest(CgEmit *E, CgTile *T, LLVMValueRef rest, LLVMValueRef hi, int nb,
-                      LLVMValueRef i0, int iv, int vl) {
-  LLVMBasicBlockRef done = cg_new_block(E, "rest.done");
-  LLVMValueRef q = LLVMBuildSub(E->b, hi, rest, "");
-  LLVMValueRef sw = LLVMBuildSwitch(E->b, q, done, (unsigned)nb - 1);
-  for (int c = 1; c < nb && !E->failed; c++) {
-    LLVMBasicBlockRef bb = cg_new_block(E, "rest");
+/* A level's rows [lo, hi) in tiles of at most nb rows, as even as they go:
+ * ceil(n / nb) tiles, the first n % tiles of them one row longer. A level of
+ * 13 nodes with tiles of 6 is 5 + 4 + 4, not 6 + 6 + 1: every shape reads the
+ * weights once per tile, and a tile of one row waits on them (a multiply-add
+ * per vector loaded) where one of four does four. */
+typedef struct {
+  LLVMValueRef lo, tiles, base, longer; /* tiles, their rows, how many have one more */
+} TileRows;
+
+static TileRows tile_rows(CgEmit *E, LLVMValueRef lo, LLVMValueRef hi, int nb) {
+  LLVMValueRef n = LLVMBuildSub(E->b, hi, lo, "");
+  LLVMValueRef tiles = LLVMBuildSDiv(E->b, plus(E, n, nb - 1), cg_const_i64(E, nb), "tiles");
+  LLVMValueRef some = LLVMBuildICmp(E->b, LLVMIntSGT, tiles, cg_const_i64(E, 0), "");
+  LLVMValueRef k = LLVMBuildSelect(E->b, some, tiles, cg_const_i64(E, 1), "");
+  LLVMValueRef base = LLVMBuildSDiv(E->b, n, k, "base");
+  return (TileRows){lo, tiles, base, LLVMBuildSub(E->b, n, LLVMBuildMul(E->b, base, k, ""), "")};
+}
+
+/* The [t]th tile of [R]: its rows, its first row in *n0. */
+static LLVMValueRef tile_at(CgEmit *E, const TileRows *R, LLVMValueRef t, LLVMValueRef *n0) {
+  LLVMValueRef longer = LLVMBuildICmp(E->b, LLVMIntSLT, t, R->longer, "");
+  LLVMValueRef before = LLVMBuildSelect(E->b, longer, t, R->longer, "");
+  *n0 = LLVMBuildAdd(E->b, LLVMBuildAdd(E->b, R->lo, LLVMBuildMul(E->b, t, R->base, ""), ""),
+                     before, "n0");
+  return LLVMBuildAdd(E->b, R->base, LLVMBuildZExt(E->b, longer, E->i64, ""), "rows");
+}
+
+/* One tile of [rows] rows from n0 (1 to nb): a switch on the count, a tile
+ * shape per case. */
+static void emit_tiles(CgEmit *E, CgTile *T, LLVMValueRef n0, LLVMValueRef rows, int nb,
+                       LLVMValueRef i0, int iv, int vl) {
+  if (nb == 1) {
+    emit_tile(E, T, n0, 1, i0, iv, vl);
+    return;
+  }
+  LLVMBasicBlockRef done = cg_new_block(E, "tile.done");
+  LLVMValueRef sw = LLVMBuildSwitch(E->b, rows, done, (unsigned)nb);
+  for (int c = nb; c >= 1 && !E->failed; c--) {
+    LLVMBasicBlockRef bb = cg_new_block(E, c == nb ? "tile" : "tile.short");
     LLVMAddCase(sw, cg_const_i64(E, c), bb);
     LLVMPositionBuilderAtEnd(E->b, bb);
-    emit_tile(E, T, rest, c, i0, iv, vl);
+    emit_tile(E, T, n0, c, i0, iv, vl);
     LLVMBuildBr(E->b, done);
   }
   LLVMPositionBuilderAtEnd(E->b, done);
@@ -672,10 +705,10 @@ static LLVMValueRef block_at(CgEmit *E, LLVMValueRef iv, LLVMValueRef from, LLVM
 
 /* The tiled product [s] over this thread's share of its nodes (or of its
  * outputs: split_by_outputs): outputs in blocks of iv vectors, then single
- * vectors, then single floats; for each block, nodes nb at a time, then the
- * rest as one tile. The block of P a block of outputs reads (R rows of iv *
- * vl floats) stays in cache across the nodes. The epilogues run on each
- * tile of nb rows as soon as it is stored, and on the rest after it (per
+ * vectors, then single floats; for each block, the nodes in even tiles of
+ * at most nb rows (tile_rows). The block of P a block of outputs reads (R
+ * rows of iv * vl floats) stays in cache across the nodes. The epilogues run
+ * on each tile as soon as it is stored (per
  * tile rather than once per block over all the rows: the stored block is
  * then at most nb rows, still in L1, and the elementwise work interleaves
  * with the products; childsum H=64 B=10 0.165 ms per block, 0.152 ms per
@@ -731,15 +764,13 @@ void cg_emit_tiled(CgEmit *E, const IlirStmt *s) {
     LLVMValueRef i0 = g == 0 ? block_at(E, Li.iv, from, to, width) : Li.iv;
     if (g == 0 && pack_worth(E, &T, nb, width)) pack_blocks(E, &T, i0, width, seg[g].vl);
     if (s->loop == ILIR_LOOP_NODES) cg_prefetch_tile_rows(E, s, lo, hi, i0, width);
-    LLVMValueRef count = LLVMBuildSDiv(E->b, LLVMBuildSub(E->b, hi, lo, ""), cg_const_i64(E, nb), "");
-    LLVMValueRef rest = LLVMBuildAdd(E->b, lo, LLVMBuildMul(E->b, count, cg_const_i64(E, nb), ""), "");
-    cg_loop_open(E, &Ln, lo, rest, "n0");
-    emit_tile(E, &T, Ln.iv, nb, i0, seg[g].iv, seg[g].vl);
+    TileRows R = tile_rows(E, lo, hi, nb);
+    cg_loop_open(E, &Ln, cg_const_i64(E, 0), R.tiles, "t");
+    LLVMValueRef n0, rows = tile_at(E, &R, Ln.iv, &n0);
+    emit_tiles(E, &T, n0, rows, nb, i0, seg[g].iv, seg[g].vl);
     if (s->body.n > T.nprod && !E->failed)
-      emit_epilogues(E, &T, Ln.iv, plus(E, Ln.iv, nb), i0, width);
-    cg_loop_close_by(E, &Ln, nb);
-    if (nb > 1 && !E->failed) emit_rest(E, &T, rest, hi, nb, i0, seg[g].iv, seg[g].vl);
-    if (s->body.n > T.nprod && !E->failed) emit_epilogues(E, &T, rest, hi, i0, width);
+      emit_epilogues(E, &T, n0, LLVMBuildAdd(E->b, n0, rows, ""), i0, width);
+    cg_loop_close_by(E, &Ln, 1);
     memset(T.copy, 0, sizeof T.copy);
     cg_loop_close_by(E, &Li, width);
   }
