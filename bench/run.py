@@ -27,12 +27,18 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 PY = "/usr/bin/python3"
 
-# recurrent weights (floats, as f(H)): the matrices every dependent step reads
-# (docs/models.md); node-independent products (childsum's W_iou, W_f, dagrnn's W)
-# run once per batch and are not on the dependent path.
-REC_FLOATS = {"treefc": lambda H: 2 * H * H, "treegru": lambda H: 3 * H * H,
+# recurrent weights (floats, as f(H)): what every dependent step must read after
+# its input is ready (docs/models.md). The step of a node on the longest path
+# waits for one child, the last to finish; a product with a part per child reads
+# only that child's part then, as the other's could have run earlier: treefc's
+# W [H, 2H] is W_0 h_0 + W_1 h_1, of which a step needs one half (H^2), and
+# mvrnn's WM [A; B] one half of WM (H^2) besides all of W (2H^2), since both B a
+# and A b need both children. treelstm's and childsum's U_f h_k is per child too,
+# but the last child's f_k needs all of U_f. Node-independent products
+# (childsum's W_iou, W_f, dagrnn's W) run once per batch, off the dependent path.
+REC_FLOATS = {"treefc": lambda H: H * H, "treegru": lambda H: 3 * H * H,
               "treelstm": lambda H: 4 * H * H, "childsum": lambda H: 4 * H * H,
-              "mvrnn": lambda H: 4 * H * H, "dagrnn": lambda H: H * H,
+              "mvrnn": lambda H: 3 * H * H, "dagrnn": lambda H: H * H,
               "seqlstm": lambda H: 4 * H * H}
 
 IMPLS = ["ctx", "c_level", "c_node", "torch_level", "torch_eager"]

@@ -129,6 +129,19 @@ def test_limit():
     lim, bound = run.limit_ms("treelstm", 256, 10, [bal] * 10, m)
     fl = 10 * run.flops("treelstm", 256, bal) / 200e9
     check(bound == "FMA" and near(lim, fl * 1e3), "ten trees of 64 leaves: %g ms, %s" % (lim, bound))
+    # treefc on a right-branching tree of 33 leaves: each step waits for its right
+    # child only, and W_0 h_0 of the leaf on the left could run before; a step
+    # needs the half of W that multiplies h_1, 512 KiB at H=512
+    rb = [[]] + [x for i in range(32) for x in ([], [2 * i + 1, 2 * i])]
+    lim, _ = run.limit_ms("treefc", 512, 1, [rb], m)
+    fl = run.flops("treefc", 512, rb) / 200e9
+    step = run.step_seconds(512 * 512 * 4, m)[0]
+    check(run.num_levels(rb) == 33, "the right-branching tree has 33 levels")
+    check(near(lim, max(fl, 32 * step) * 1e3),
+          "treefc steps read one half of W: %g ms, not %g" % (
+              lim, max(fl, 32 * run.step_seconds(2 * 512 * 512 * 4, m)[0]) * 1e3))
+    # mvrnn: all of W (both halves need both children) and half of WM
+    check(run.REC_FLOATS["mvrnn"](64) == 3 * 64 * 64, "mvrnn steps read W and half of WM")
 
 
 def main():
