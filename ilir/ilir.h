@@ -51,7 +51,11 @@ typedef enum {
                          these buffers in table order, those with exactly K
                          dependencies first; entry l is where level l's group of
                          them ends (it starts where the previous group ends, the
-                         first at levels[l]; the rest follow the last group) */
+                         first at levels[l]; the rest follow the last group). A
+                         negative size -1 - p groups instead the nodes that are
+                         dependency p of their parent (a tree's child p:
+                         refactor_recursion's products read at one place only,
+                         sched_recur.c) */
 } IlirBufKind;
 
 /* A PACKED buffer holds element (r, c) = param[off + c * stride + r] for c in

@@ -159,6 +159,9 @@ void ilir_print(CtxBuf *out, const IlirKernel *k) {
     if (b->kind == ILIR_BUF_PHASES) /* one flag per level; size is K */
       ctx_buf_printf(out, "  buf %d %s: %s[levels], phases of up to %ld levels", i, b->name,
                      buf_kinds[b->kind], b->size);
+    else if (b->kind == ILIR_BUF_ARITY_END && b->size < 0)
+      ctx_buf_printf(out, "  buf %d %s: %s[levels]: nodes that are dependency %ld", i, b->name,
+                     buf_kinds[b->kind], -1 - b->size);
     else if (b->kind == ILIR_BUF_ARITY_END)
       ctx_buf_printf(out, "  buf %d %s: %s[levels]: nodes with %ld dependencies", i, b->name,
                      buf_kinds[b->kind], b->size);

@@ -567,6 +567,9 @@ void ctxrt_array_destroy(CtxrtArray *array);
 
 #define CTXRT_NOT_INT INT32_MIN
 #define CTXRT_MAX_GROUPS 8
+/* The group key of the nodes that are dependency [p] of another node
+ * (ctxrt_linear_set_groups). */
+#define CTXRT_POSITION_GROUP(p) (-1 - (int32_t)(p))
 
 typedef struct CtxrtLinear {
   CtxrtKind kind;
@@ -594,13 +597,16 @@ typedef struct CtxrtLinear {
    * node: writing their int32 view was 0.9 of the 1.5 ms a batch of 10 grids
    * took to linearize. */
   unsigned char skip_val, skip_ival;
-  /* Arity groups (ctxrt_linear_set_groups): within each level the nodes with
-   * exactly group_arity[0] dependencies come first, then those with
-   * group_arity[1], ..., then the rest (each group in the forest's order);
-   * group g of level l ends at group_end[g * num_levels + l]. */
+  /* Groups (ctxrt_linear_set_groups): within each level the nodes of group
+   * 0 come first, then those of group 1, ..., then the rest (each group in the
+   * forest's order; a node joins the first group it matches); group g of level
+   * l ends at group_end[g * num_levels + l]. group_arity[g] >= 0: the nodes
+   * with exactly that many dependencies; CTXRT_POSITION_GROUP(p): the nodes
+   * that are dependency p of another node (a tree's child p). */
   int32_t num_groups;
   int32_t group_arity[CTXRT_MAX_GROUPS];
   int32_t *group_end;     /* [num_groups * num_levels] */
+  int32_t *position_;     /* private: each node's place in its parent's dependencies */
   void *block_;           /* private: the arrays' block, its size and scratch */
   size_t cap_;
   void *scratch_;
@@ -625,11 +631,14 @@ CtxrtStatus ctxrt_linear_create(const CtxrtForest *forest, int32_t num_values,
 CtxrtStatus ctxrt_linear_fill(CtxrtLinear *lin, const CtxrtForest *forest,
                               int32_t num_values, int32_t max_deps, CtxrtError *err);
 
-/* Makes the fills of [lin] after it order each level's nodes in [n] arity
- * groups (CtxrtLinear, group_arity: [arity], distinct, each >= 0); n == 0
- * turns grouping off. CTXRT_ERR_ARG for n outside [0, CTXRT_MAX_GROUPS], a
- * negative or repeated arity. Grouping permutes ids only within levels:
- * every other property of a linearization holds as without it. */
+/* Makes the fills of [lin] after it order each level's nodes in [n] groups
+ * (CtxrtLinear, group_arity: [arity], distinct; an arity >= 0, or
+ * CTXRT_POSITION_GROUP(p) for p in [0, 2^30)); n == 0 turns grouping off.
+ * CTXRT_ERR_ARG for n outside [0, CTXRT_MAX_GROUPS] or a repeated group.
+ * Grouping permutes ids only within levels: every other property of a
+ * linearization holds as without it. A position group is meant for trees
+ * (ctxrt_forest_validate: one parent per node); in a DAG, a node that is a
+ * dependency of several nodes takes its place in the last of them. */
 CtxrtStatus ctxrt_linear_set_groups(CtxrtLinear *lin, const int32_t *arity, int32_t n,
                                     CtxrtError *err);
 
@@ -698,7 +707,9 @@ typedef enum CtxrtBufKind {
                                   decided per batch for the team's thread count;
                                   runtime/ctxrt_linearize.c, "phases", says when that is sound) */
   CTXRT_BUF_ARITY_END = 12,    /* i32[num_levels]: the end of each level's group of
-                                  nodes with exactly [size] dependencies (the
+                                  nodes with exactly [size] dependencies, or, for a
+                                  negative [size], of the nodes that are dependency
+                                  -1 - size of another (CTXRT_POSITION_GROUP; the
                                   linearizer's groups, ctxrt_linear_set_groups: one
                                   per such buffer, in table order) */
 } CtxrtBufKind;

@@ -66,6 +66,13 @@ static size_t round_up(size_t x) {
   return (x + ALIGN - 1) / ALIGN * ALIGN;
 }
 
+/* Does one of [lin]'s groups take the nodes at a place in their parents? */
+static int positions(const CtxrtLinear *lin) {
+  for (int32_t g = 0; g < lin->num_groups; g++)
+    if (lin->group_arity[g] < 0) return 1;
+  return 0;
+}
+
 /* Lays the public arrays out in [lin]'s block (allocating it when too small) for
  * [n] nodes, [levels] levels, K and V already set. */
 static int carve(CtxrtLinear *lin, int32_t n, int32_t levels) {
@@ -81,7 +88,8 @@ static int carve(CtxrtLinear *lin, int32_t n, int32_t levels) {
                     nv * 4,
                     nv * 4,
                     sn,
-                    (size_t)levels * (size_t)lin->num_groups * 4};
+                    (size_t)levels * (size_t)lin->num_groups * 4,
+                    positions(lin) ? sn * 4 : 0};
   size_t off[sizeof sizes / sizeof sizes[0]], total = 0;
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
     off[i] = total;
@@ -100,6 +108,7 @@ static int carve(CtxrtLinear *lin, int32_t n, int32_t levels) {
   lin->ival = (int32_t *)(void *)(b + off[8]);
   lin->has_val = (unsigned char *)(b + off[9]);
   lin->group_end = (int32_t *)(void *)(b + off[10]);
+  lin->position_ = (int32_t *)(void *)(b + off[11]);
   return 1;
 }
 
@@ -250,19 +259,29 @@ static CtxrtStatus compute_levels(CtxrtLinear *lin, const CtxrtForest *f, Levels
 
 /* --- 2. numbering ------------------------------------------------------------- */
 
-/* Within each level, the nodes of each arity group in turn, then the rest
+/* Within each level, the nodes of each group in turn, then the rest
  * (stable: each in the order numbering gave them); to_new serves as the
- * scratch row and is rebuilt. O(nodes x groups). */
+ * scratch row and is rebuilt. O(nodes x groups). A node's place among its
+ * parent's dependencies (position groups) is in position_, -1 for a root. */
 static void group_nodes(CtxrtLinear *lin, const CtxrtForest *f) {
-  int32_t L = lin->num_levels, G = lin->num_groups, *tmp = lin->to_new;
+  int32_t L = lin->num_levels, G = lin->num_groups, *tmp = lin->to_new, *at = lin->position_;
   const int32_t *db = f->dep_begin;
+  if (positions(lin)) {
+    for (int32_t v = 0; v < lin->num_nodes; v++)
+      at[v] = -1;
+    for (int32_t u = 0; u < lin->num_nodes; u++)
+      for (int32_t j = db[u]; j < db[u + 1]; j++)
+        at[f->dep[j]] = j - db[u];
+  }
   for (int32_t l = 0; l < L; l++) {
     int32_t s = lin->level_start[l], e = lin->level_start[l + 1], pos = s;
     for (int32_t g = 0; g <= G; g++) {
       for (int32_t w = s; w < e; w++) {
         int32_t v = lin->to_input[w], c = db[v + 1] - db[v], in = G;
-        for (int32_t h = 0; h < G && in == G; h++)
-          if (lin->group_arity[h] == c) in = h;
+        for (int32_t h = 0; h < G && in == G; h++) {
+          int32_t key = lin->group_arity[h];
+          if (key >= 0 ? key == c : at[v] == -1 - key) in = h;
+        }
         if (in == g) tmp[pos++] = v;
       }
       if (g < G) lin->group_end[g * L + l] = pos;
@@ -420,13 +439,13 @@ CtxrtStatus ctxrt_linear_fill(CtxrtLinear *lin, const CtxrtForest *f, int32_t nu
 CtxrtStatus ctxrt_linear_set_groups(CtxrtLinear *lin, const int32_t *arity, int32_t n,
                                     CtxrtError *err) {
   if (n < 0 || n > CTXRT_MAX_GROUPS)
-    return ctxrt__err(err, CTXRT_ERR_ARG, NULL, 0, "linearize: %d arity groups, at most %d",
-                      (int)n, CTXRT_MAX_GROUPS);
+    return ctxrt__err(err, CTXRT_ERR_ARG, NULL, 0, "linearize: %d groups, at most %d", (int)n,
+                      CTXRT_MAX_GROUPS);
   for (int32_t g = 0; g < n; g++)
     for (int32_t h = 0; h <= g; h++)
-      if (arity[g] < 0 || (h < g && arity[h] == arity[g]))
+      if (arity[g] < CTXRT_POSITION_GROUP(1 << 30) || (h < g && arity[h] == arity[g]))
         return ctxrt__err(err, CTXRT_ERR_ARG, NULL, 0,
-                          "linearize: arity group %d (%d) negative or repeated", (int)g,
+                          "linearize: group %d (%d) out of range or repeated", (int)g,
                           (int)arity[g]);
   make_empty(lin);
   lin->num_groups = n;

@@ -334,8 +334,7 @@ static void hoist_block(Hoister *H, IlirBlock *b) {
   }
 }
 
-/* The loop of [p] for node [n] (sched_int.h, SchedProduct). */
-static IlirStmt *product_loop(CtxArena *a, IlirKernel *k, const SchedProduct *p, IlirVar *n) {
+IlirStmt *sched_product_loop(CtxArena *a, IlirKernel *k, const SchedProduct *p, IlirVar *n) {
   IlirVar *i = ilir_new_var(a, k, "i"), *r = ilir_new_var(a, k, "r");
   IlirExpr *wi = ilir_binary(a, ILIR_ADD,
                              ilir_binary(a, ILIR_ADD, ilir_const_i(a, p->off),
@@ -365,7 +364,7 @@ void sched_add_products(CtxArena *a, IlirKernel *k, const CtxVec *made) {
       IlirStmt **all = CTX_NEW_ARRAY(a, IlirStmt *, nodes->body.n + made->len);
       memcpy(all, nodes->body.stmts, (size_t)nodes->body.n * sizeof *all);
       for (int p = 0; p < made->len; p++)
-        all[nodes->body.n + p] = product_loop(a, k, made->items[p], nodes->var);
+        all[nodes->body.n + p] = sched_product_loop(a, k, made->items[p], nodes->var);
       nodes->body.stmts = all;
       nodes->body.n += made->len;
     }
@@ -667,6 +666,7 @@ static IlirStmt *tile_product(Tiler *T, const IlirStmt *nodes, const IlirStmt *s
   IlirStmt *outs = ilir_loop(T->a, s->var, s->lo, s->hi, ILIR_LOOP_SERIAL, one(T->a, store));
   IlirStmt *tiled = ilir_loop(T->a, nodes->var, nodes->lo, nodes->hi, ILIR_LOOP_NODES,
                               one(T->a, outs));
+  tiled->team_lo = nodes->team_lo, tiled->team_hi = nodes->team_hi;
   tiled->tile_streams = level_shape(T, st->buf, &tiled->tile_nodes, &tiled->tile_outs);
   return tiled;
 }
@@ -729,6 +729,13 @@ static void hoist_past_products(int nbufs, NodeStmt *body, int n) {
   }
 }
 
+/* A node loop over the nodes of [nodes] (its range and team) with [body]. */
+static IlirStmt *nodes_like(CtxArena *a, const IlirStmt *nodes, IlirBlock body) {
+  IlirStmt *loop = ilir_loop(a, nodes->var, nodes->lo, nodes->hi, ILIR_LOOP_NODES, body);
+  loop->team_lo = nodes->team_lo, loop->team_hi = nodes->team_hi;
+  return loop;
+}
+
 /* Splits the node loop [nodes] around its tileable products; NULL when it
  * has none. */
 static IlirBlock *split_nodes(Tiler *T, const IlirStmt *nodes) {
@@ -755,16 +762,14 @@ static IlirBlock *split_nodes(Tiler *T, const IlirStmt *nodes) {
     for (int p = 0; p < body[i].pre.len; p++) ctx_vec_push(T->a, &run, body[i].pre.items[p]);
     if (run.len) {
       IlirBlock b = {(IlirStmt **)run.items, run.len};
-      ctx_vec_push(T->a, &out, ilir_loop(T->a, nodes->var, nodes->lo, nodes->hi,
-                                         ILIR_LOOP_NODES, b));
+      ctx_vec_push(T->a, &out, nodes_like(T->a, nodes, b));
       run = (CtxVec){0};
     }
     ctx_vec_push(T->a, &out, body[i].tile);
   }
   if (run.len) {
     IlirBlock b = {(IlirStmt **)run.items, run.len};
-    ctx_vec_push(T->a, &out, ilir_loop(T->a, nodes->var, nodes->lo, nodes->hi,
-                                       ILIR_LOOP_NODES, b));
+    ctx_vec_push(T->a, &out, nodes_like(T->a, nodes, b));
   }
   IlirBlock *b = CTX_NEW(T->a, IlirBlock);
   *b = (IlirBlock){(IlirStmt **)out.items, out.len};

@@ -54,6 +54,9 @@ bool sched_offset_of(const IlirExpr *e, const IlirVar *i, const IlirVar *r, long
 int sched_product_buffer(CtxArena *a, IlirKernel *k, CtxVec *made, const SchedProduct *p,
                          const char *suffix);
 
+/* The loop of [p] for node [n]. */
+IlirStmt *sched_product_loop(CtxArena *a, IlirKernel *k, const SchedProduct *p, IlirVar *n);
+
 /* Appends the loop computing each product of [made] to every node loop of
  * [k]'s levels loops, after the node's other statements. */
 void sched_add_products(CtxArena *a, IlirKernel *k, const CtxVec *made);

@@ -58,11 +58,24 @@ static int32_t *levels_of(const CtxrtLinear *lin) {
   return lev;
 }
 
-/* The arity group of forest node [v] (ctxrt_linear_set_groups): the index
- * of its arity in group_arity, num_groups for the rest. */
+/* Forest node [v]'s place among the dependencies of a node that has it
+ * (the last such node), -1 when none has. */
+static int32_t position_of(const CtxrtForest *f, int32_t v) {
+  int32_t at = -1;
+  for (int32_t u = 0; u < f->num_nodes; u++)
+    for (int32_t j = f->dep_begin[u]; j < f->dep_begin[u + 1]; j++)
+      if (f->dep[j] == v) at = j - f->dep_begin[u];
+  return at;
+}
+
+/* The group of forest node [v] (ctxrt_linear_set_groups): the first whose
+ * arity it has or whose position it holds, num_groups for the rest. */
 static int32_t group_of(const CtxrtLinear *lin, const CtxrtForest *f, int32_t v) {
-  for (int32_t g = 0; g < lin->num_groups; g++)
-    if (lin->group_arity[g] == ctxrt_forest_num_deps(f, v)) return g;
+  for (int32_t g = 0; g < lin->num_groups; g++) {
+    int32_t key = lin->group_arity[g];
+    if (key >= 0 ? key == ctxrt_forest_num_deps(f, v) : key == CTXRT_POSITION_GROUP(position_of(f, v)))
+      return g;
+  }
   return lin->num_groups;
 }
 
@@ -454,9 +467,44 @@ START_TEST(test_arity_groups) {
   check_linear(lin, f);
   ctxrt_forest_destroy(f);
   ck_assert_int_eq(ctxrt_linear_set_groups(lin, (const int32_t[]){1, 1}, 2, &err), CTXRT_ERR_ARG);
-  ck_assert_int_eq(ctxrt_linear_set_groups(lin, (const int32_t[]){-1}, 1, &err), CTXRT_ERR_ARG);
+  ck_assert_int_eq(ctxrt_linear_set_groups(lin, (const int32_t[]){-1, -1}, 2, &err),
+                   CTXRT_ERR_ARG);
+  ck_assert_int_eq(ctxrt_linear_set_groups(lin, (const int32_t[]){INT32_MIN}, 1, &err),
+                   CTXRT_ERR_ARG);
   ck_assert_int_eq(ctxrt_linear_set_groups(lin, NULL, CTXRT_MAX_GROUPS + 1, &err),
                    CTXRT_ERR_ARG);
+  ctxrt_linear_destroy(lin);
+}
+END_TEST
+
+/* Position groups: each level's nodes that are child 0 of their parent,
+ * then child 1, then the rest (roots, later children); checked on a small
+ * tree by hand and on random trees and a grid by the contract checks. */
+START_TEST(test_position_groups) {
+  CtxrtError err;
+  CtxrtLinear *lin = lin_ok(NULL, 0, 0);
+  const int32_t two[] = {CTXRT_POSITION_GROUP(0), CTXRT_POSITION_GROUP(1)};
+  CtxrtForest *f = tu_nodes("tree\n0 : 1 2 3\n1 : 4\n2 : 5 6\n3\n4\n5\n6\n");
+  ck_assert_int_eq(ctxrt_linear_set_groups(lin, two, 2, &err), CTXRT_OK);
+  ck_assert_int_eq(ctxrt_linear_fill(lin, f, 0, 0, &err), CTXRT_OK);
+  /* level 0: 4 and 5 are first children, 6 a second, 3 a third; level 1: 1
+   * the first child of 0, 2 its second; level 2: the root */
+  eq_array(lin->level_start, (const int32_t[]){0, 4, 6, 7}, 4);
+  eq_array(lin->to_input, (const int32_t[]){4, 5, 6, 3, 1, 2, 0}, 7);
+  eq_array(lin->group_end, (const int32_t[]){2, 5, 6, 3, 6, 6}, 6);
+  check_linear(lin, f);
+  ctxrt_forest_destroy(f);
+  static const char *const kinds[] = {"nary:nodes=300,arity=4,count=3,seed=5",
+                                      "binary:leaves=40,count=4", "grid:rows=5,cols=6"};
+  const int32_t mixed[] = {CTXRT_POSITION_GROUP(1), 0, CTXRT_POSITION_GROUP(0)};
+  for (int i = 0; i < 3; i++) {
+    f = gen(kinds[i]);
+    ck_assert_int_eq(ctxrt_linear_set_groups(lin, i == 2 ? two : mixed, i == 2 ? 2 : 3, &err),
+                     CTXRT_OK);
+    ck_assert_int_eq(ctxrt_linear_fill(lin, f, 0, 4, &err), CTXRT_OK);
+    check_linear(lin, f);
+    ctxrt_forest_destroy(f);
+  }
   ctxrt_linear_destroy(lin);
 }
 END_TEST
@@ -554,6 +602,7 @@ static Suite *linearize_suite(void) {
   tcase_add_loop_test(tc, test_errors, 0, (int)(sizeof errors / sizeof errors[0]));
   tcase_add_test(tc, test_empty_forest);
   tcase_add_test(tc, test_arity_groups);
+  tcase_add_test(tc, test_position_groups);
   tcase_add_test(tc, test_value_conversion);
   suite_add_tcase(s, tc);
   return s;
