@@ -38,11 +38,12 @@
  * = W_0 h0 + W_1 h1 makes P0 read at child 0, P1 at child 1 — is computed
  * only for the nodes that are child a (place_products): one product per edge
  * again, none for the root, and a level reads only the halves of W its
- * nodes' places need. treefc H=512 B=1 on an Intel host (2 MiB L2), 3
- * alternating rounds: 0.85x the default's time (0.90x at H=256), where
- * computing both halves for every node had been 1.8x; at B=10 1.08-1.10x
- * the default's (two half-height tiles a level instead of one), so the
- * default plan leaves it off and `ctx tune` may take it per batch size.
+ * nodes' places need. treefc B=1 on an Intel host (2 MiB L2), the default
+ * plan with refactor_recursion against it, 5 alternating pairs: 0.87x the
+ * time at H=512, 0.90x at H=256 (computing both halves for every node had
+ * been 1.79x on a Zen 5); at B=10 1.07-1.09x (two half-height tiles a level
+ * instead of one), so the default plan leaves it off and `ctx tune` may
+ * take it for a batch size (it does at B=1).
  */
 #include "sched/sched_int.h"
 
