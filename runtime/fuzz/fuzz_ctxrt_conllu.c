@@ -3,8 +3,9 @@
  * (a vocabulary is read from the first part and used), else just TEXT (word
  * columns read as integer ids); the byte after the NUL, when it is '1'..'4',
  * picks the word column. A read that succeeds is validated against childsum's
- * spec and a permissive one. Anything but a clean return (crash, hang, leak,
- * sanitizer report) is a bug. */
+ * spec and a permissive one; a valid tree is linearized, and again with each
+ * level's nodes in position and arity groups. Anything but a clean return
+ * (crash, hang, leak, sanitizer report) is a bug. */
 #include "runtime/ctxrt.h"
 
 #include <stdint.h>
@@ -32,7 +33,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const CtxrtSpec any = {CTXRT_KIND_ANY, 0, 0, 1, CTXRT_VALUES_ALL, NULL};
     if (ctxrt_forest_validate(f, &childsum, &err) == CTXRT_OK) {
       CtxrtLinear *lin;
-      if (ctxrt_linear_create(f, 1, 8, &lin, &err) == CTXRT_OK) ctxrt_linear_destroy(lin);
+      if (ctxrt_linear_create(f, 1, 8, &lin, &err) == CTXRT_OK) {
+        const int32_t groups[] = {CTXRT_POSITION_GROUP(0), 2, CTXRT_POSITION_GROUP(1)};
+        if (ctxrt_linear_set_groups(lin, groups, 3, &err) == CTXRT_OK)
+          ctxrt_linear_fill(lin, f, 1, 8, &err);
+        ctxrt_linear_destroy(lin);
+      }
     }
     ctxrt_forest_validate(f, &any, &err);
     ctxrt_forest_destroy(f);
