@@ -58,7 +58,8 @@ EXAMPLES = [
 # threads, under the full schedules beside them (lang-tests/engines/recur/),
 # and at several batch sizes. Races show as wrong numbers.
 RECUR_ZOO = [
-    ("treefc", ["-D", "H=16", "-D", "V=50"], ["binary:leaves=9,count=4"]),
+    ("treefc", ["-D", "H=16", "-D", "V=50"],
+     ["binary:leaves=9,count=4", "nary:nodes=40,arity=2,count=3,vocab=50,seed=4"]),
     ("treegru", ["-D", "H=12", "-D", "V=50"], ["binary:leaves=9,count=4"]),
     ("treelstm", ["-D", "H=16", "-D", "V=50"],
      ["binary:leaves=9,count=1", "binary:leaves=9,count=4", "binary:leaves=30,count=10",
