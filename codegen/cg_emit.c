@@ -392,6 +392,13 @@ void cg_emit_store(CgEmit *E, const IlirStmt *s) {
   LLVMBuildStore(E->b, v, at);
 }
 
+void cg_team_share(CgEmit *E, const IlirStmt *s, LLVMValueRef *lo, LLVMValueRef *hi) {
+  LLVMValueRef tlo = cg_emit_expr(E, s->team_lo), thi = cg_emit_expr(E, s->team_hi);
+  cg_thread_share(E, &tlo, &thi);
+  *lo = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSGT, tlo, *lo, ""), tlo, *lo, "");
+  *hi = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSLT, thi, *hi, ""), thi, *hi, "");
+}
+
 /* This thread's share of [*lo, *hi): chunk = ceil((hi - lo) / nthreads),
  * [lo + tid * chunk, min(hi, that + chunk)); an empty range past hi. */
 void cg_thread_share(CgEmit *E, LLVMValueRef *lo, LLVMValueRef *hi) {
@@ -550,11 +557,8 @@ static void emit_loop(CgEmit *E, const IlirStmt *s) {
   }
   if (cg_emit_row_dots(E, s)) return;
   LLVMValueRef lo = cg_emit_expr(E, s->lo), hi = cg_emit_expr(E, s->hi);
-  if (s->loop == ILIR_LOOP_NODES && s->team_lo) { /* this thread's share of the level, in [lo, hi) */
-    LLVMValueRef tlo = cg_emit_expr(E, s->team_lo), thi = cg_emit_expr(E, s->team_hi);
-    cg_thread_share(E, &tlo, &thi);
-    lo = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSGT, tlo, lo, ""), tlo, lo, "");
-    hi = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSLT, thi, hi, ""), thi, hi, "");
+  if (s->loop == ILIR_LOOP_NODES && s->team_lo) {
+    cg_team_share(E, s, &lo, &hi);
   } else if (s->loop == ILIR_LOOP_NODES || s->loop == ILIR_LOOP_PARALLEL) {
     cg_thread_share(E, &lo, &hi);
   }

@@ -81,6 +81,9 @@ LLVMValueRef cg_linear_sum(CgEmit *E, IlirExpr **atoms, const long *coefs, int n
 
 /* This thread's contiguous share of the node range [*lo, *hi). */
 void cg_thread_share(CgEmit *E, LLVMValueRef *lo, LLVMValueRef *hi);
+/* For a nodes loop with a team range [s] (IlirStmt.team_lo): the part of
+ * this thread's share of [team_lo, team_hi) that lies in [*lo, *hi). */
+void cg_team_share(CgEmit *E, const IlirStmt *s, LLVMValueRef *lo, LLVMValueRef *hi);
 /* A barrier of the team, unless [skip] (NULL: never skipped). */
 void cg_emit_barrier(CgEmit *E, LLVMValueRef skip);
 

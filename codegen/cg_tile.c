@@ -740,13 +740,9 @@ void cg_emit_tiled(CgEmit *E, const IlirStmt *s) {
   long full = T.I - T.I % ((long)iv * vl), vec = T.I - T.I % vl;
   LLVMValueRef lo = cg_emit_expr(E, s->lo), hi = cg_emit_expr(E, s->hi), by_outs = NULL;
   if (s->loop == ILIR_LOOP_NODES && s->team_lo) {
-    /* the part of this thread's share of the level (team_lo) in [lo, hi):
-     * nodes whose rows this thread computed, no barrier */
-    LLVMValueRef tlo = cg_emit_expr(E, s->team_lo), thi = cg_emit_expr(E, s->team_hi);
-    cg_thread_share(E, &tlo, &thi);
-    lo = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSGT, tlo, lo, ""), tlo, lo, "");
-    hi = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSLT, thi, hi, ""), thi, hi, "");
-    hi = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSLT, hi, lo, ""), lo, hi, "");
+    /* nodes whose rows this thread computed: no barrier (an empty share,
+     * hi < lo, makes no tile: tile_rows) */
+    cg_team_share(E, s, &lo, &hi);
   } else if (s->loop == ILIR_LOOP_NODES) {
     by_outs = s->share == ILIR_SHARE_AUTO ? split_by_outputs(E, lo, hi, nb, full / ((long)iv * vl))
                                           : LLVMConstInt(E->i1, s->share == ILIR_SHARE_OUTPUTS, 0);

@@ -639,6 +639,13 @@ static bool *wide_products(Tiler *T, const IlirStmt *nodes) {
   return any ? wide : NULL;
 }
 
+/* A node loop over the nodes of [nodes] (its range and team) with [body]. */
+static IlirStmt *nodes_like(CtxArena *a, const IlirStmt *nodes, IlirBlock body) {
+  IlirStmt *loop = ilir_loop(a, nodes->var, nodes->lo, nodes->hi, ILIR_LOOP_NODES, body);
+  loop->team_lo = nodes->team_lo, loop->team_hi = nodes->team_hi;
+  return loop;
+}
+
 /* [s] as a register-tiled node loop over [nodes]' range, or NULL when it is
  * not a sum of products with parameter blocks; the loops filling its
  * operand rows appended to [pre]. */
@@ -664,9 +671,7 @@ static IlirStmt *tile_product(Tiler *T, const IlirStmt *nodes, const IlirStmt *s
   }
   IlirStmt *store = ilir_store(T->a, st->buf, st->index, sum);
   IlirStmt *outs = ilir_loop(T->a, s->var, s->lo, s->hi, ILIR_LOOP_SERIAL, one(T->a, store));
-  IlirStmt *tiled = ilir_loop(T->a, nodes->var, nodes->lo, nodes->hi, ILIR_LOOP_NODES,
-                              one(T->a, outs));
-  tiled->team_lo = nodes->team_lo, tiled->team_hi = nodes->team_hi;
+  IlirStmt *tiled = nodes_like(T->a, nodes, one(T->a, outs));
   tiled->tile_streams = level_shape(T, st->buf, &tiled->tile_nodes, &tiled->tile_outs);
   return tiled;
 }
@@ -727,13 +732,6 @@ static void hoist_past_products(int nbufs, NodeStmt *body, int n) {
     memmove(body + to + 1, body + to, (size_t)(i - to) * sizeof *body);
     body[to] = moved;
   }
-}
-
-/* A node loop over the nodes of [nodes] (its range and team) with [body]. */
-static IlirStmt *nodes_like(CtxArena *a, const IlirStmt *nodes, IlirBlock body) {
-  IlirStmt *loop = ilir_loop(a, nodes->var, nodes->lo, nodes->hi, ILIR_LOOP_NODES, body);
-  loop->team_lo = nodes->team_lo, loop->team_hi = nodes->team_hi;
-  return loop;
 }
 
 /* Splits the node loop [nodes] around its tileable products; NULL when it

@@ -106,6 +106,11 @@ bool sched_schedule_shares(CtxArena *a, CtxDiag *diag, IlirKernel *k, const Sche
  * each group's copy; ARITY_END buffers added to [k]. */
 void sched_specialize_arity(CtxArena *a, IlirKernel *k, const SchedPlan *plan);
 
+/* The ARITY_END buffer of a linearizer group (ilir.h), added to [k]: the
+ * nodes with [key] dependencies, or for key = -1 - p those that are
+ * dependency p of their parent. */
+int sched_group_end(CtxArena *a, IlirKernel *k, long key);
+
 /* The body of the nodes loop [nodes] for nodes without dependencies (a
  * tree's leaves, its level 0), from its general body (sched_spec.c): the
  * number of dependencies is 0, so the loops and sums over them vanish, an

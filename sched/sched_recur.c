@@ -323,10 +323,7 @@ static bool place_products(Refactor *R, const SchedPlan *plan) {
   if (everywhere.len) sched_add_products(a, k, &everywhere);
   int ends[MAX_PLACES];
   for (int p = 0; p < MAX_PLACES; p++)
-    ends[p] = used >> p & 1 ? ilir_add_buf(a, k, (IlirBuf){.name = ctx_arena_printf(a, "place%d", p),
-                                                           .kind = ILIR_BUF_ARITY_END,
-                                                           .size = -1 - p})
-                            : -1;
+    ends[p] = used >> p & 1 ? sched_group_end(a, k, -1 - p) : -1;
   for (int i = 0; i < k->body.n; i++) {
     IlirStmt *lv = k->body.stmts[i];
     if (lv->kind != ILIR_LOOP || lv->loop != ILIR_LOOP_LEVELS) continue;

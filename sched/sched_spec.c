@@ -103,10 +103,10 @@ static IlirBlock spec_block(const Spec *S, const IlirBlock *b) {
   return (IlirBlock){(IlirStmt **)out.items, out.len};
 }
 
-/* The ARITY_END buffer of [arity], added to [k]. */
-static int arity_buffer(CtxArena *a, IlirKernel *k, long arity) {
-  return ilir_add_buf(a, k, (IlirBuf){.name = ctx_arena_printf(a, "arity%ld", arity),
-                                       .kind = ILIR_BUF_ARITY_END, .size = arity});
+int sched_group_end(CtxArena *a, IlirKernel *k, long key) {
+  const char *name = key >= 0 ? ctx_arena_printf(a, "arity%ld", key)
+                              : ctx_arena_printf(a, "place%ld", -1 - key);
+  return ilir_add_buf(a, k, (IlirBuf){.name = name, .kind = ILIR_BUF_ARITY_END, .size = key});
 }
 
 /* Is [lv] specialize-leaf's loop over the leaf level alone? */
@@ -139,7 +139,7 @@ static void split_groups(CtxArena *a, const IlirKernel *k, const IlirStmt *lv,
 void sched_specialize_arity(CtxArena *a, IlirKernel *k, const SchedPlan *plan) {
   if (!plan->narity || k->num_deps_buf < 0) return;
   int bufs[SCHED_MAX_ARITIES];
-  for (int g = 0; g < plan->narity; g++) bufs[g] = arity_buffer(a, k, plan->arity[g]);
+  for (int g = 0; g < plan->narity; g++) bufs[g] = sched_group_end(a, k, plan->arity[g]);
   for (int i = 0; i < k->body.n; i++) {
     IlirStmt *lv = k->body.stmts[i];
     if (lv->kind != ILIR_LOOP || lv->loop != ILIR_LOOP_LEVELS || leaf_levels(lv)) continue;
