@@ -260,32 +260,45 @@ static CtxrtStatus compute_levels(CtxrtLinear *lin, const CtxrtForest *f, Levels
 /* --- 2. numbering ------------------------------------------------------------- */
 
 /* Within each level, the nodes of each group in turn, then the rest
- * (stable: each in the order numbering gave them); to_new serves as the
- * scratch row and is rebuilt. O(nodes x groups). A node's place among its
- * parent's dependencies (position groups) is in position_, -1 for a root. */
+ * (stable: each in the order numbering gave them), by a counting sort per
+ * level; to_new serves as the scratch row and is rebuilt, outputs (not yet
+ * filled: dep_rows) holds each node's group. O(nodes x groups) to find the
+ * groups, the first that takes a node in table order, then O(nodes). A
+ * node's place among its parent's dependencies (position groups) is in
+ * position_, -1 for a root. */
 static void group_nodes(CtxrtLinear *lin, const CtxrtForest *f) {
   int32_t L = lin->num_levels, G = lin->num_groups, *tmp = lin->to_new, *at = lin->position_;
+  int32_t *group = lin->outputs;
   const int32_t *db = f->dep_begin;
-  if (positions(lin)) {
+  int places = positions(lin);
+  if (places) {
     for (int32_t v = 0; v < lin->num_nodes; v++)
       at[v] = -1;
     for (int32_t u = 0; u < lin->num_nodes; u++)
       for (int32_t j = db[u]; j < db[u + 1]; j++)
         at[f->dep[j]] = j - db[u];
   }
+  for (int32_t w = 0; w < lin->num_nodes; w++) { /* no branch on the node: places alternate */
+    int32_t v = lin->to_input[w], c = db[v + 1] - db[v], p = places ? at[v] : -1, in = G;
+    for (int32_t h = G - 1; h >= 0; h--) {
+      int32_t key = lin->group_arity[h];
+      in = (key >= 0 ? key == c : p == -1 - key) ? h : in;
+    }
+    group[w] = in;
+  }
   for (int32_t l = 0; l < L; l++) {
-    int32_t s = lin->level_start[l], e = lin->level_start[l + 1], pos = s;
-    for (int32_t g = 0; g <= G; g++) {
-      for (int32_t w = s; w < e; w++) {
-        int32_t v = lin->to_input[w], c = db[v + 1] - db[v], in = G;
-        for (int32_t h = 0; h < G && in == G; h++) {
-          int32_t key = lin->group_arity[h];
-          if (key >= 0 ? key == c : at[v] == -1 - key) in = h;
-        }
-        if (in == g) tmp[pos++] = v;
-      }
+    int32_t s = lin->level_start[l], e = lin->level_start[l + 1];
+    int32_t at_group[CTXRT_MAX_GROUPS + 1] = {0};
+    for (int32_t w = s; w < e; w++)
+      at_group[group[w]]++;
+    for (int32_t g = 0, pos = s; g <= G; g++) { /* counts to each group's first slot */
+      int32_t count = at_group[g];
+      at_group[g] = pos;
+      pos += count;
       if (g < G) lin->group_end[g * L + l] = pos;
     }
+    for (int32_t w = s; w < e; w++)
+      tmp[at_group[group[w]]++] = lin->to_input[w];
     memcpy(lin->to_input + s, tmp + s, (size_t)(e - s) * sizeof *tmp);
   }
   for (int32_t w = 0; w < lin->num_nodes; w++)
