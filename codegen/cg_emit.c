@@ -569,9 +569,14 @@ static void emit_loop(CgEmit *E, const IlirStmt *s) {
   if (s->loop == ILIR_LOOP_LEVELS)
     E->level = L.iv, E->level_body = &s->body, E->synced_after = NULL;
   if (cg_bind_var(E, s->var, L.iv)) {
-    if (s->loop == ILIR_LOOP_NODES && E->tgt->kind == CG_TARGET_CPU)
-      cg_prefetch_next_rows(E, s, L.iv);
-    cg_emit_block(E, &s->body);
+    if (s->loop == ILIR_LOOP_NODES && E->tgt->kind == CG_TARGET_CPU) {
+      for (int i = 0; i < s->body.n && !E->failed; i++) { /* the next node's rows in parts */
+        cg_prefetch_next_rows(E, s, L.iv, i);
+        cg_emit_block(E, &(IlirBlock){&s->body.stmts[i], 1});
+      }
+    } else {
+      cg_emit_block(E, &s->body);
+    }
   }
   E->level = outer_level, E->level_body = outer_body;
   if (s->loop == ILIR_LOOP_LEVELS && !E->failed) {

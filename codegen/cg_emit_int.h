@@ -115,9 +115,9 @@ bool cg_emit_row_dots(CgEmit *E, const IlirStmt *s);
 /* A prefetch of the cache line at [at] into L1, for reading (a plain
  * address: it may point past a buffer, a prefetch does not fault). */
 void cg_emit_prefetch(CgEmit *E, LLVMValueRef at);
-/* At the top of an iteration (node [iv]) of the nodes loop [s]: prefetches
- * of the rows the next node gathers (cg_prefetch.c). */
-void cg_prefetch_next_rows(CgEmit *E, const IlirStmt *s, LLVMValueRef iv);
+/* Before statement [i] of an iteration (node [iv]) of the nodes loop [s]:
+ * prefetches of a part of the rows the next node gathers (cg_prefetch.c). */
+void cg_prefetch_next_rows(CgEmit *E, const IlirStmt *s, LLVMValueRef iv, int i);
 
 /* The loop [s] bound to GPU blocks, threads or warps, or a GRID loop, on a
  * target with special registers (cg_gpu_loops.c). */

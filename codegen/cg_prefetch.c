@@ -42,13 +42,21 @@ static bool next_row_safe(const CgEmit *E, IlirExpr *atom, const IlirVar *n) {
 
 enum { PREFETCH_LINES = 64 }; /* at most 4 KiB of a row: the hardware prefetcher takes the rest */
 
+/* Which part of a row's lines to prefetch: elements [from, from + count)
+ * when [from] is set (else all), of those lines part [part] of [parts]. */
+typedef struct {
+  LLVMValueRef from;
+  long count;
+  int part, parts;
+} RowPart;
+
 /* Loads of [e] from a parameter at a row chosen by node [n]'s input value
  * (Emb[words[n] * W + i], i over [0, I) of the loop [inner]): prefetches
- * the row node [next] will read, so the gather's miss to memory overlaps
- * this node's work (treelstm's leaves: a 3 KiB row of a 60 MiB table each);
- * with [from], only its elements [from, from + count). */
+ * the part [rp] of the row node [next] will read, so the gather's miss to
+ * memory overlaps this node's work (treelstm's leaves: a 3 KiB row of a 60
+ * MiB table each). */
 static void prefetch_rows_in(CgEmit *E, const IlirExpr *e, const IlirStmt *inner,
-                             const IlirVar *n, LLVMValueRef next, LLVMValueRef from, long count) {
+                             const IlirVar *n, LLVMValueRef next, RowPart rp) {
   if (!e || E->failed) return;
   if (e->kind == ILIR_LOAD && E->k->bufs[e->buf].kind == ILIR_BUF_PARAM) {
     enum { MAX_ATOMS = 16 };
@@ -68,26 +76,25 @@ static void prefetch_rows_in(CgEmit *E, const IlirExpr *e, const IlirStmt *inner
     E->vars[n->id] = next;
     LLVMValueRef row = cg_linear_sum(E, atoms, coefs, na, use, konst);
     E->vars[n->id] = now;
-    long I = from ? count : inner->hi->ival, lines = (I + 15) / 16;
+    long I = rp.from ? rp.count : inner->hi->ival, lines = (I + 15) / 16;
     if (lines > PREFETCH_LINES) lines = PREFETCH_LINES;
-    if (from) row = LLVMBuildAdd(E->b, row, from, "");
-    for (long l = 0; l < lines; l++) {
+    if (rp.from) row = LLVMBuildAdd(E->b, row, rp.from, "");
+    for (long l = lines * rp.part / rp.parts; l < lines * (rp.part + 1) / rp.parts; l++) {
       LLVMValueRef at = LLVMBuildAdd(E->b, row, cg_const_i64(E, l * 16), "");
       /* a plain GEP: the row of a node past the level may be any row */
       cg_emit_prefetch(E, LLVMBuildGEP2(E->b, E->f32, E->bufs[e->buf], &at, 1, ""));
     }
     return;
   }
-  prefetch_rows_in(E, e->a, inner, n, next, from, count);
-  prefetch_rows_in(E, e->b, inner, n, next, from, count);
-  prefetch_rows_in(E, e->c, inner, n, next, from, count);
+  prefetch_rows_in(E, e->a, inner, n, next, rp);
+  prefetch_rows_in(E, e->b, inner, n, next, rp);
+  prefetch_rows_in(E, e->c, inner, n, next, rp);
 }
 
-/* The gathered rows that the loops directly in the nodes loop [s] (constant
- * bounds [0, I)) read for node [next] (at most ivalues' row past the last
- * node); with [from], their elements [from, from + count). */
-static void prefetch_rows(CgEmit *E, const IlirStmt *s, LLVMValueRef next, LLVMValueRef from,
-                          long count) {
+/* The part [rp] of the gathered rows that the loops directly in the nodes
+ * loop [s] (constant bounds [0, I)) read for node [next] (at most ivalues'
+ * row past the last node). */
+static void prefetch_rows(CgEmit *E, const IlirStmt *s, LLVMValueRef next, RowPart rp) {
   for (int i = 0; i < s->body.n && !E->failed; i++) {
     const IlirStmt *c = s->body.stmts[i];
     if (c->kind != ILIR_LOOP || c->tile_nodes || !c->lo || !c->hi ||
@@ -95,17 +102,28 @@ static void prefetch_rows(CgEmit *E, const IlirStmt *s, LLVMValueRef next, LLVMV
       continue;
     for (int j = 0; j < c->body.n; j++)
       if (c->body.stmts[j]->kind == ILIR_STORE)
-        prefetch_rows_in(E, c->body.stmts[j]->value, c, s->var, next, from, count);
+        prefetch_rows_in(E, c->body.stmts[j]->value, c, s->var, next, rp);
   }
 }
 
-/* At the top of an iteration of the nodes loop [s] (node = iv): the rows of
- * node iv + 1. Further ahead gained nothing: treelstm H=256 B=10's leaf
- * level (152 rows of 3 KiB from a 60 MiB table) took 0.043-0.053 ms a run
- * one node ahead, 0.051-0.056 two, 0.049-0.061 three, 0.049-0.051 four
- * (Zen 5, 3 rounds); its sigmoids and tanhs are most of that time. */
-void cg_prefetch_next_rows(CgEmit *E, const IlirStmt *s, LLVMValueRef iv) {
-  prefetch_rows(E, s, LLVMBuildAdd(E->b, iv, cg_const_i64(E, 1), ""), NULL, 0);
+/* Before statement [i] of an iteration of the nodes loop [s] (node = iv):
+ * a part of the rows of node iv + 1, the first half of their lines at the
+ * top, the second before the middle statement (with one statement, all at
+ * the top). Further ahead gained nothing: treelstm H=256 B=10's leaf level
+ * (152 rows of 3 KiB from a 60 MiB table) took 0.043-0.053 ms a run one
+ * node ahead, 0.051-0.056 two, 0.049-0.061 three, 0.049-0.051 four (Zen 5,
+ * 3 rounds); its sigmoids and tanhs are most of that time. On the Intel
+ * host (2 MiB L2), all 48 lines of a row at the top kept the core's line
+ * fill buffers full while the node's gates waited behind the prefetches:
+ * the leaf level 0.080-0.082 ms, 0.067 in halves (0.074-0.078 in thirds,
+ * one before each statement), the whole run, 9 alternating rounds, treelstm
+ * B=10 0.987x the time (H=512 0.980x, B=1 0.984x), treegru 0.992x, treefc
+ * (rows copied, no gates) 1.003x. */
+void cg_prefetch_next_rows(CgEmit *E, const IlirStmt *s, LLVMValueRef iv, int i) {
+  int n = s->body.n, half = n > 1 ? n / 2 : 0;
+  if (i != 0 && i != half) return;
+  RowPart rp = {NULL, 0, i == half && n > 1, n > 1 ? 2 : 1};
+  prefetch_rows(E, s, LLVMBuildAdd(E->b, iv, cg_const_i64(E, 1), ""), rp);
 }
 
 enum { PREFETCH_TILE_NODES = 16 };
@@ -126,6 +144,6 @@ void cg_prefetch_tile_rows(CgEmit *E, const IlirStmt *s, LLVMValueRef lo, LLVMVa
   end = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntSLT, cap, end, ""), cap, end, "");
   CgLoop L;
   cg_loop_open(E, &L, lo, end, "pf.n");
-  prefetch_rows(E, s, L.iv, from, count);
+  prefetch_rows(E, s, L.iv, (RowPart){from, count, 0, 1});
   cg_loop_close(E, &L);
 }
