@@ -107,23 +107,28 @@ static void prefetch_rows(CgEmit *E, const IlirStmt *s, LLVMValueRef next, RowPa
 }
 
 /* Before statement [i] of an iteration of the nodes loop [s] (node = iv):
- * a part of the rows of node iv + 1, the first half of their lines at the
- * top, the second before the middle statement (with one statement, all at
- * the top). Further ahead gained nothing: treelstm H=256 B=10's leaf level
- * (152 rows of 3 KiB from a 60 MiB table) took 0.043-0.053 ms a run one
- * node ahead, 0.051-0.056 two, 0.049-0.061 three, 0.049-0.051 four (Zen 5,
- * 3 rounds); its sigmoids and tanhs are most of that time. On the Intel
- * host (2 MiB L2), all 48 lines of a row at the top kept the core's line
- * fill buffers full while the node's gates waited behind the prefetches:
- * the leaf level 0.080-0.082 ms, 0.067 in halves (0.074-0.078 in thirds,
- * one before each statement), the whole run, 9 alternating rounds, treelstm
- * B=10 0.987x the time (H=512 0.980x, B=1 0.984x), treegru 0.992x, treefc
- * (rows copied, no gates) 1.003x. */
+ * a part of the rows of node iv + 1. Their lines go in ROW_PARTS parts
+ * spread over the body's n statements, statement i taking the parts p with
+ * ROW_PARTS i / n <= p < ROW_PARTS (i + 1) / n (integer quotients):
+ * treelstm's leaf, three statements, has half of each row prefetched after
+ * the gather of its own row and half before its last statement; a body of
+ * one statement has it all at the top. Further ahead gained nothing:
+ * treelstm H=256 B=10's leaf level (152 rows of 3 KiB from a 60 MiB table)
+ * took 0.043-0.053 ms a run one node ahead, 0.051-0.056 two, 0.049-0.061
+ * three, 0.049-0.051 four (Zen 5, 3 rounds); its sigmoids and tanhs are most
+ * of that time. On the Intel host (2 MiB L2), all 48 lines of a row at the
+ * top kept the core's line fill buffers full while the node's own row and
+ * gates waited behind them: the leaf level 0.080-0.082 ms, 0.067 in two
+ * parts (0.074-0.078 in three); the whole run, 9 alternating rounds,
+ * treelstm B=10 0.987x the time (H=512 0.980x, B=1 0.984x), treegru 0.992x,
+ * treefc (rows copied, no gates) 1.003x. */
+enum { ROW_PARTS = 2 };
+
 void cg_prefetch_next_rows(CgEmit *E, const IlirStmt *s, LLVMValueRef iv, int i) {
-  int n = s->body.n, half = n > 1 ? n / 2 : 0;
-  if (i != 0 && i != half) return;
-  RowPart rp = {NULL, 0, i == half && n > 1, n > 1 ? 2 : 1};
-  prefetch_rows(E, s, LLVMBuildAdd(E->b, iv, cg_const_i64(E, 1), ""), rp);
+  int n = s->body.n;
+  for (int p = ROW_PARTS * i / n; p < ROW_PARTS * (i + 1) / n; p++)
+    prefetch_rows(E, s, LLVMBuildAdd(E->b, iv, cg_const_i64(E, 1), ""),
+                  (RowPart){NULL, 0, p, ROW_PARTS});
 }
 
 enum { PREFETCH_TILE_NODES = 16 };
