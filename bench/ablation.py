@@ -40,7 +40,7 @@ MODELS = [  # label, model, dims, input file
 ]
 PASSES = ["specialize-leaf", "register-tile", "share-weights", "fuse-epilogue", "all-deps",
           "hoist-local", "hoist-products", "direct-results", "leaf-views", "dense-scratch", "interchange",
-          "vector-math"]
+          "vector-math", "balance-levels"]
 # the recursion primitives, added to the default schedule (when ctx has them)
 PRIMS = [("unroll_recursion 1", "unroll_recursion 1"), ("unroll_recursion 2", "unroll_recursion 2"),
          ("unroll_recursion 3", "unroll_recursion 3"), ("refactor", "refactor_recursion")]

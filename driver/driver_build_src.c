@@ -214,8 +214,9 @@ static void model_desc(CtxBuf *c, const CtxBuild *b) {
   else
     ctx_buf_puts(c, "  NULL, NULL, 0, 0,\n");
   ctx_buf_printf(c, "  %d /* unread_values */, %d /* gpu_all_blocks */, "
-                 "%d /* gpu_nodes_per_block */\n};\n\n",
-                 (int)d->unread_values, (int)d->gpu_all_blocks, (int)d->gpu_nodes_per_block);
+                 "%d /* gpu_nodes_per_block */, %d /* balance_threads */\n};\n\n",
+                 (int)d->unread_values, (int)d->gpu_all_blocks, (int)d->gpu_nodes_per_block,
+                 (int)d->balance_threads);
 }
 
 /* NAME_run_arrays, NAME_run_heads and the layout accessors. */

@@ -107,6 +107,7 @@ void ctx_model_desc_init(CtxModelDesc *m, const RaProgram *p, const IlirKernel *
   d->out_size = k->out_size;
   d->unread_values = (ilir_kernel_reads(k, k->values_buf) ? 0 : CTXRT_UNREAD_VAL) |
                      (ilir_kernel_reads(k, k->ivalues_buf) ? 0 : CTXRT_UNREAD_IVAL);
+  d->balance_threads = k->balance_threads;
 }
 
 #ifdef CTX_HAVE_JIT

@@ -42,8 +42,9 @@ typedef struct {
   "                     interchange, specialize-leaf, register-tile,\n"            \
   "                     vector-math, cse, hoist-products, dense-scratch,\n"        \
   "                     hoist-invariant, fuse-epilogue, all-deps, share-weights,\n" \
-  "                     hoist-local, direct-results, leaf-views, grid-fusion\n" \
-  "                     (the last for cuda; for testing; all are on by\n"      \
+  "                     hoist-local, direct-results, leaf-views,\n"             \
+  "                     balance-levels, grid-fusion (the last for cuda;\n"      \
+  "                     for testing; all are on by\n"                           \
   "                     default)\n"                                               \
   "  --enable=OPT,...   turn optimizations back on (after --disable)\n"
 

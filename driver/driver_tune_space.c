@@ -42,6 +42,7 @@ BOOL_KNOB(share, share_weights)
 BOOL_KNOB(dense, dense_scratch)
 BOOL_KNOB(direct, direct_results)
 BOOL_KNOB(views, leaf_views)
+BOOL_KNOB(balance, balance_levels)
 static int get_hoist(const SchedPlan *p) { return p->hoist_invariant && p->hoist_products; }
 static void set_hoist(SchedPlan *p, int v) { p->hoist_invariant = p->hoist_products = v != 0; }
 static int get_nb(const SchedPlan *p) { return index_of(tile_nodes, NTN, p->tile_nodes); }
@@ -73,7 +74,7 @@ static const Knob knobs[] = {
     {"hoist_local", 2, get_local, set_local},  {"all_deps", 2, get_deps, set_deps},
     {"hoist", 2, get_hoist, set_hoist},        {"dense", 2, get_dense, set_dense},
     {"direct_results", 2, get_direct, set_direct}, {"leaf_views", 2, get_views, set_views},
-    {"specialize leaf", 2, get_spec, set_spec},
+    {"specialize leaf", 2, get_spec, set_spec}, {"balance_levels", 2, get_balance, set_balance},
     {"refactor_recursion", 2, get_refactor, set_refactor},
     {"unroll_recursion", 3, get_unroll, set_unroll},
     {"parallel", 3, get_share_by, set_share_by},

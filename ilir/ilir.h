@@ -269,6 +269,9 @@ typedef struct {
   long out_off, out_size;
   int levels_buf, num_deps_buf, dep_buf, values_buf, ivalues_buf;
   unsigned disabled; /* the RaProgram's RA_OPT_* bits turned off (codegen reads some) */
+  int balance_threads; /* runs of at most this many threads linearize their batch in
+                          balanced levels (a schedule's `balance_levels`:
+                          sched_apply.c; CtxrtModelDesc.balance_threads); 0: never */
 } IlirKernel;
 
 /* The kernel's calling convention (codegen emits exactly this signature):

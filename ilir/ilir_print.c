@@ -148,6 +148,9 @@ static const char *param_name(const IlirKernel *k, int index) {
 void ilir_print(CtxBuf *out, const IlirKernel *k) {
   ctx_buf_printf(out, "kernel %s (K = %ld, V = %ld)\n", k->name, k->max_deps,
                  k->values_per_node);
+  if (k->balance_threads > 0)
+    ctx_buf_printf(out, "  levels balanced on up to %d thread%s\n", k->balance_threads,
+                   k->balance_threads == 1 ? "" : "s");
   for (int i = 0; i < k->nbufs; i++) {
     const IlirBuf *b = &k->bufs[i];
     bool per_node = b->kind != ILIR_BUF_PARAM && b->kind != ILIR_BUF_LEVELS &&

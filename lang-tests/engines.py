@@ -36,12 +36,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # The CUDA-scheduled kernel on the CPU backend (docs/cuda.md).
 CUDA_ON_CPU = ["--target", "cuda", "--on-cpu"]
 
-# Every optimization off in turn (OPT-FLAGS in ra/ra.h), and one and two threads.
+# Every optimization off in turn (OPT-FLAGS in ra/ra.h), and one and two threads;
+# a kernel for an L2 of 1 KiB, whose weights exceed it everywhere: wide tiles,
+# and levels balanced at run time (balance-levels) on one and two threads.
 CONFIGS = [[], ["--threads", "1"], ["--threads", "2"]] + [
     ["--disable=" + o] for o in (
         "concat-split", "product-ops", "interchange", "specialize-leaf", "register-tile",
         "vector-math", "cse", "hoist-products", "dense-scratch", "hoist-invariant",
-        "fuse-epilogue", "all-deps", "share-weights", "hoist-local", "direct-results", "leaf-views")] + [CUDA_ON_CPU]
+        "fuse-epilogue", "all-deps", "share-weights", "hoist-local", "direct-results", "leaf-views",
+        "balance-levels")] + [
+    ["--l2=1K", "--threads", "1"], ["--l2=1K", "--threads", "2"], CUDA_ON_CPU]
 
 
 # Models elsewhere with their schedules: (model, -D flags, gen spec, schedules).

@@ -18,7 +18,8 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OPTS = ["specialize-leaf", "register-tile", "hoist-products", "hoist-invariant",
         "dense-scratch", "fuse-epilogue", "all-deps", "share-weights", "hoist-local",
-        "interchange", "direct-results", "leaf-views", "hoist-products,hoist-local", "register-tile,fuse-epilogue"]
+        "interchange", "direct-results", "leaf-views", "balance-levels", "hoist-products,hoist-local",
+        "register-tile,fuse-epilogue"]
 # schedule files for example models: (model, schedule, extra flags)
 FILES = [("examples/treelstm.ctx", "examples/treelstm.cpu.sched", []),
          ("lang-tests/engines/invariant.ctx", "lang-tests/engines/invariant.loops.sched", []),

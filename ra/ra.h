@@ -185,8 +185,10 @@ enum {
                                    rows, not copied there */
   RA_OPT_GRID_FUSION = 65536, /* sched (cuda): a level's elementwise rest in its grid loop,
                                 one grid barrier a level (sched_gpu.c, fuse_level) */
-  RA_OPT_LEAF_VIEWS = 32768 /* sched: leaves' parameter rows read where they are, not
+  RA_OPT_LEAF_VIEWS = 32768, /* sched: leaves' parameter rows read where they are, not
                                copied into result rows */
+  RA_OPT_BALANCE_LEVELS = 131072 /* sched: levels evened out at run time where the level
+                                    products' weights exceed the L2 (balance_levels) */
 };
 
 /* The optimizations that are off unless `--enable=NAME` turns them on: built

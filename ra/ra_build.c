@@ -432,12 +432,13 @@ unsigned ra_opt_lookup(const char *name, const char **names) {
       {"hoist-local", RA_OPT_HOIST_LOCAL},
       {"direct-results", RA_OPT_DIRECT_RESULTS},
       {"leaf-views", RA_OPT_LEAF_VIEWS},
-      {"grid-fusion", RA_OPT_GRID_FUSION}};
+      {"grid-fusion", RA_OPT_GRID_FUSION},
+      {"balance-levels", RA_OPT_BALANCE_LEVELS}};
   if (names)
     *names = "concat-split, product-ops, interchange, specialize-leaf, register-tile, "
              "vector-math, cse, hoist-products, dense-scratch, fuse-epilogue, "
              "hoist-invariant, all-deps, share-weights, hoist-local, direct-results, "
-             "leaf-views, grid-fusion";
+             "leaf-views, grid-fusion, balance-levels";
   for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
     if (strcmp(opts[i].name, name) == 0) return opts[i].bit;
   return 0;

@@ -547,7 +547,11 @@ void ctxrt_array_destroy(CtxrtArray *array);
  * Nodes get new ids 0 .. num_nodes-1 ordered by *level*: level 0 holds the nodes
  * without dependencies (tree leaves, DAG sources, first elements of sequences),
  * level L the nodes whose deepest dependency is at level L-1 (height for trees,
- * topological level for DAGs, position for sequences). Level l is the id range
+ * topological level for DAGs, position for sequences) — or, with `balance`
+ * set, any level from there up to one below the lowest level of the nodes
+ * that depend on it (the last level for those nothing depends on), chosen
+ * so that the levels from 1 on hold about equally many nodes; the level
+ * count and level 0 are the same either way. Level l is the id range
  * [level_start[l], level_start[l + 1]), so every dependency of a node has a smaller
  * id range than the node, and the nodes without dependencies are exactly the ids
  * below leaf_end (a leaf test is one compare). Within a level nodes keep the
@@ -597,6 +601,14 @@ typedef struct CtxrtLinear {
    * node: writing their int32 view was 0.9 of the 1.5 ms a batch of 10 grids
    * took to linearize. */
   unsigned char skip_val, skip_ival;
+  /* Set by the caller (0 at creation): nonzero makes ctxrt_linear_fill place
+   * the nodes with dependencies in balanced levels (above: each between its
+   * height and one below the lowest level of its users; level by level, the
+   * nodes that must go there, then ready ones of the least slack, up to an
+   * even share of those left). The kernels of schedules with
+   * `balance_levels` read it so when their level products' weights exceed
+   * the L2 of a thread (CtxrtModelDesc.balance_threads). */
+  unsigned char balance;
   /* Groups (ctxrt_linear_set_groups): within each level the nodes of group
    * 0 come first, then those of group 1, ..., then the rest (each group in the
    * forest's order; a node joins the first group it matches); group g of level
@@ -753,6 +765,12 @@ typedef struct CtxrtModelDesc {
    * reads as 1), or with its nodes on warps (`bind node to warp`) its warps:
    * a level of N nodes is launched ceil(N / gpu_nodes_per_block) blocks. */
   int32_t gpu_nodes_per_block;
+  /* The most threads a CPU run may have for ctxrt_model_run to linearize its
+   * batch in balanced levels (CtxrtLinear.balance): a schedule's
+   * `balance_levels` sets it to the thread counts whose share of the level
+   * products' weights exceeds a thread's L2, where a level of one node waits
+   * on the weights as long as a level of several (0: never). */
+  int32_t balance_threads;
 } CtxrtModelDesc;
 
 #define CTXRT_UNREAD_VAL 1

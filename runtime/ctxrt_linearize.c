@@ -8,6 +8,7 @@
  *      node (pre-order trees: PTB, the generators' trees), else one scan up when
  *      every dependency precedes it (sequences, grids, post-order lists), else
  *      Kahn's algorithm over a reverse-edge index (any DAG order; finds cycles);
+ *      with `balance`, then the levels evened out (balance_levels);
  *   2. a counting sort of the nodes by level, stable in forest order;
  *   3. one pass in new-id order writing dependency rows and dense value rows;
  *   4. the outputs (nodes nothing depends on), in forest order;
@@ -242,19 +243,101 @@ static CtxrtStatus levels_kahn(const CtxrtForest *f, Levels *lv, CtxrtError *err
   return CTXRT_OK;
 }
 
+/* Balanced levels (CtxrtLinear.balance): each node with dependencies goes to
+ * a level between its height and its latest level (one below the latest of
+ * the nodes that depend on it; the last level for those nothing depends on).
+ * Level by level from 1, a level takes the nodes that must go there (at their
+ * latest) and then, least slack first, ready nodes (every dependency placed
+ * below) until it holds its share of the nodes left, ceil(left / levels
+ * left). Leaves stay at level 0 and the level count stays the height's; only
+ * the sizes even out. A tree batch's top levels, of one or two nodes of its
+ * tallest tree, then also run the short trees' and side branches' nodes
+ * that ASAP levels put at the bottom (SST trees, 10 a batch: levels of 36,
+ * 24, 17, ..., 2, 1, 1, 1 become 7 or 8 each). Where a level's weights
+ * stream from beyond the L2, a level of one node costs about as much as a
+ * level of several, so evening them out saves whole levels' worth of
+ * weight traffic (the kernel's descriptor says when: balance_threads).
+ * [lv->level] holds the heights on entry and the levels on return;
+ * [scratch] (BALANCE_SCRATCH(n, edges) int32s) starts with it. */
+#define BALANCE_SCRATCH(n, edges) (10 * (size_t)(n) + 1 + (size_t)(edges))
+
+static void balance_levels(const CtxrtForest *f, Levels *lv, int32_t *scratch) {
+  int32_t n = f->num_nodes, L = lv->count, *level = lv->level;
+  const int32_t *db = f->dep_begin;
+  int32_t *ubegin = scratch + n, *users = ubegin + n + 1, *order = users + db[n];
+  int32_t *latest = order + n, *pending = latest + n, *next = pending + n;
+  int32_t *born = next + n, *head = born + n, *count = head + n; /* L <= n */
+  CtxrtError unused;
+  if (L < 3 || index_users(f, ubegin, users, &unused) != CTXRT_OK) return;
+  /* order: highest first, so that a node comes before its dependencies */
+  memset(count, 0, (size_t)L * sizeof *count);
+  for (int32_t v = 0; v < n; v++)
+    count[level[v]]++;
+  for (int32_t l = L - 1, at = 0; l >= 0; l--) {
+    int32_t c = count[l];
+    count[l] = at;
+    at += c;
+  }
+  for (int32_t v = 0; v < n; v++)
+    order[count[level[v]]++] = v;
+  for (int32_t v = 0; v < n; v++)
+    latest[v] = L - 1;
+  for (int32_t i = 0; i < n; i++)
+    for (int32_t u = order[i], k = db[u]; k < db[u + 1]; k++)
+      if (latest[f->dep[k]] >= latest[u]) latest[f->dep[k]] = latest[u] - 1;
+  /* ready nodes wait in lists by latest level (head, next, count) */
+  int32_t left = 0, nborn = 0;
+  for (int32_t l = 0; l < L; l++)
+    head[l] = -1, count[l] = 0;
+  for (int32_t v = 0; v < n; v++) {
+    pending[v] = db[v + 1] - db[v];
+    left += pending[v] > 0;
+  }
+  for (int32_t v = 0; v < n; v++)
+    if (db[v + 1] == db[v])
+      for (int32_t k = ubegin[v]; k < ubegin[v + 1]; k++)
+        if (--pending[users[k]] == 0) born[nborn++] = users[k];
+  for (int32_t l = 1; l < L; l++) {
+    for (int32_t i = 0; i < nborn; i++) { /* ready from this level on */
+      int32_t v = born[i];
+      next[v] = head[latest[v]];
+      head[latest[v]] = v;
+      count[latest[v]]++;
+    }
+    nborn = 0;
+    int32_t take = (left + (L - l) - 1) / (L - l);
+    if (take < count[l]) take = count[l]; /* all that must go here */
+    for (int32_t a = l; a < L && take > 0; a++)
+      while (head[a] >= 0 && take > 0) {
+        int32_t v = head[a];
+        head[a] = next[v];
+        count[a]--, take--, left--;
+        level[v] = l;
+        for (int32_t k = ubegin[v]; k < ubegin[v + 1]; k++)
+          if (--pending[users[k]] == 0) born[nborn++] = users[k];
+      }
+  }
+}
+
 /* Fills [lv] for [f], growing [lin]'s scratch as needed. */
 static CtxrtStatus compute_levels(CtxrtLinear *lin, const CtxrtForest *f, Levels *lv,
                                   CtxrtError *err) {
   size_t n = (size_t)f->num_nodes;
-  if (!ensure(&lin->scratch_, &lin->scratch_cap_, n * 4))
+  int balance = lin->balance != 0;
+  if (!ensure(&lin->scratch_, &lin->scratch_cap_,
+              (balance ? BALANCE_SCRATCH(n, f->dep_begin[n]) : n) * 4))
     return ctxrt__nomem(err, f->name);
   lv->level = lin->scratch_;
-  if (levels_down(f, lv) || levels_up(f, lv)) return CTXRT_OK;
-  size_t bytes = (4 * n + 1 + (size_t)f->dep_begin[n]) * 4;
-  if (!ensure(&lin->scratch_, &lin->scratch_cap_, bytes))
-    return ctxrt__nomem(err, f->name);
-  lv->level = lin->scratch_;
-  return levels_kahn(f, lv, err);
+  CtxrtStatus st = CTXRT_OK;
+  if (!levels_down(f, lv) && !levels_up(f, lv)) {
+    size_t bytes = (4 * n + 1 + (size_t)f->dep_begin[n]) * 4;
+    if (!ensure(&lin->scratch_, &lin->scratch_cap_, bytes))
+      return ctxrt__nomem(err, f->name);
+    lv->level = lin->scratch_;
+    st = levels_kahn(f, lv, err);
+  }
+  if (st == CTXRT_OK && balance) balance_levels(f, lv, lin->scratch_);
+  return st;
 }
 
 /* --- 2. numbering ------------------------------------------------------------- */

@@ -378,6 +378,7 @@ CtxrtStatus ctxrt_model_run(CtxrtModel *m, const CtxrtForest *forest, int all_no
   bool share_val = want_val && ctxrt__team_size(team) > 1 &&
                    (int64_t)forest->num_nodes * v >= TEAM_VAL_ROWS_MIN;
   m->lin->skip_val = !want_val || share_val;
+  m->lin->balance = !m->gpu && ctxrt__team_size(team) <= d->balance_threads;
   if ((st = ctxrt_linear_fill(m->lin, forest, v, deps, err))) return st;
   CtxrtLinear *lin = m->lin;
   ValRows job = {lin, forest, 0.0};

@@ -23,7 +23,7 @@ typedef enum {
   SCHED_LEAF_VIEWS, SCHED_ALL_DEPS, SCHED_SHARE_WEIGHTS,
   SCHED_SPLIT, SCHED_TILE, SCHED_REORDER, SCHED_VECTORIZE, SCHED_UNROLL,
   SCHED_UNROLL_RECURSION, SCHED_PARALLEL, SCHED_PERSIST, SCHED_CACHE, SCHED_BIND,
-  SCHED_REFACTOR_RECURSION
+  SCHED_REFACTOR_RECURSION, SCHED_BALANCE_LEVELS
 } SchedVerb;
 
 enum { SCHED_MAX_ARGS = 8 };
@@ -93,6 +93,9 @@ typedef struct {
                                   no barrier inside a phase (sched_recur.c); 0, 1: none */
   bool refactor_recursion;     /* products with dependencies' results as one product
                                   per node, read by the parent (sched_recur.c) */
+  bool balance_levels;         /* runs whose threads' shares of the level products'
+                                  weights exceed the L2 linearize in balanced levels
+                                  (sched_apply.c, balance_threads; balance-levels) */
   /* from a schedule (sched_plan.c): its directives, and per buffer of the
    * kernel the operators its hoist, dense and tile directives name (NULL:
    * every operator) */

@@ -370,6 +370,7 @@ static const VerbInfo verbs[] = {
     {"bind", SCHED_BIND, 2, "[OP:] bind node to block|warp|thread, AXIS to thread|warp|grid",
      bind_args},
     {"refactor_recursion", SCHED_REFACTOR_RECURSION, 0, "refactor_recursion", no_args},
+    {"balance_levels", SCHED_BALANCE_LEVELS, 0, "balance_levels", no_args},
 };
 
 static const VerbInfo *find_verb(const char *name) {

@@ -120,6 +120,11 @@ static void cuda_directive(CtxDiag *diag, const SchedDirective *d, SchedPlan *pl
                                     "parameter rows into their result rows (leaf_views is a "
                                     "cpu directive for now)");
     break;
+  case SCHED_BALANCE_LEVELS:
+    ctx_diag_warning(diag, d->span, "not applied: the cuda backend keeps its weights on "
+                                    "chip or in the L2 across levels (balance_levels evens "
+                                    "out a cpu thread's levels)");
+    break;
   default: break; /* split, unroll, reorder, vectorize: sched_schedule_loops */
   }
 }

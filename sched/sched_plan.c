@@ -45,6 +45,9 @@
  *   refactor_recursion       products with a sum of the dependencies' results as
  *                            one product per node (sched_recur.c); an error when
  *                            the model has none
+ *   balance_levels           balance-levels: the runtime levels a batch evenly
+ *                            when the level products' weights exceed the L2
+ *                            (sched_apply.c, balance_threads)
  *
  * The rest — cache and bind (GPU directives) — the CPU backend does not
  * apply; each draws a warning at the directive. A directive that names an
@@ -285,6 +288,7 @@ SchedPlan sched_schedule_plan(CtxDiag *diag, const Schedule *s, unsigned disable
     case SCHED_LEAF_VIEWS: plan.leaf_views = true; break;
     case SCHED_ALL_DEPS: plan.all_deps = true; break;
     case SCHED_SHARE_WEIGHTS: plan.share_weights = true; break;
+    case SCHED_BALANCE_LEVELS: plan.balance_levels = true; break;
     case SCHED_DENSE: plan.dense_scratch = true; break;
     case SCHED_TILE: {
       bool level = d->naxes == 2 && strcmp(d->axes[0], "node") == 0;

@@ -6,7 +6,7 @@
  * the CPU backend does not apply left as comments. Either way the text,
  * given back with `-s`, plans the same kernel: every pass of the default
  * plan has a directive (hoist_invariant, hoist_products, hoist_local,
- * all_deps, share_weights; a `tile`, `hoist` or `dense` without operators
+ * all_deps, share_weights, balance_levels; a `tile`, `hoist` or `dense` without operators
  * applies to every operator), and what a schedule does not choose
  * (`interchange`, the RA and codegen options) is the command line's
  * `--disable` either way, so a comment names it.
@@ -26,7 +26,8 @@ static const char *verb_name(SchedVerb v) {
       [SCHED_REORDER] = "reorder", [SCHED_VECTORIZE] = "vectorize", [SCHED_UNROLL] = "unroll",
       [SCHED_UNROLL_RECURSION] = "unroll_recursion",
       [SCHED_REFACTOR_RECURSION] = "refactor_recursion", [SCHED_PARALLEL] = "parallel",
-      [SCHED_PERSIST] = "persist", [SCHED_CACHE] = "cache", [SCHED_BIND] = "bind"};
+      [SCHED_PERSIST] = "persist", [SCHED_CACHE] = "cache", [SCHED_BIND] = "bind",
+      [SCHED_BALANCE_LEVELS] = "balance_levels"};
   return names[v];
 }
 
@@ -122,6 +123,7 @@ static void print_default(CtxBuf *out, const RaProgram *p, const SchedPlan *plan
     ctx_buf_printf(out, "  %s%sparallel %s\n", plan->parallel[i].op ? plan->parallel[i].op->name : "",
                    plan->parallel[i].op ? ": " : "", plan->parallel[i].axis);
   if (plan->refactor_recursion) ctx_buf_puts(out, "  refactor_recursion\n");
+  if (plan->balance_levels) ctx_buf_puts(out, "  balance_levels\n");
   if (plan->unroll_recursion > 1)
     ctx_buf_printf(out, "  unroll_recursion %d\n", plan->unroll_recursion);
   ctx_buf_puts(out, "  persist\n");

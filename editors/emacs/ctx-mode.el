@@ -64,7 +64,7 @@
 
 (defconst ctx-mode-directive-words
   '("dynamic_batch" "specialize" "fuse" "hoist" "dense" "split" "tile" "reorder"
-    "vectorize" "unroll" "unroll_recursion" "refactor_recursion" "parallel" "persist" "cache" "bind"
+    "vectorize" "unroll" "unroll_recursion" "refactor_recursion" "balance_levels" "parallel" "persist" "cache" "bind"
     "hoist_invariant" "hoist_products" "hoist_local" "all_deps" "share_weights"
     "direct_results" "leaf_views")
   "DIRECTIVE words: schedule verbs (only inside a schedule body).")

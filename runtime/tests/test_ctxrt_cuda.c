@@ -51,7 +51,7 @@ static const CtxrtModelBuf bufs[2] = {{CTXRT_BUF_LEVELS, 0, -1, 0, 0, 0, 0, 0},
 static const int64_t bound[] = {0};
 static const CtxrtModelDesc desc = {
     "gpu", NULL, 2, bufs, 0, NULL, {CTXRT_TREE, 2, 0, 0, CTXRT_VALUES_LEAVES, bound},
-    2, 1, 0, 1, ".version 7.8\n.target sm_90\n", "k", 256, 0, 0, 0, 0};
+    2, 1, 0, 1, ".version 7.8\n.target sm_90\n", "k", 256, 0, 0, 0, 0, 0};
 
 START_TEST(test_model_without_gpu) {
   CtxrtError err;

@@ -100,7 +100,8 @@ static void check_perm(const CtxrtLinear *lin, const CtxrtForest *f, const int32
 }
 
 /* Dependency rows translate the forest's, lie in lower levels, make the level
- * exact, and leaves are exactly the ids below leaf_end. */
+ * exact (balanced: at least the height), and leaves are exactly the ids below
+ * leaf_end. */
 static void check_deps(const CtxrtLinear *lin, const CtxrtForest *f, const int32_t *lev) {
   int32_t K = lin->max_deps;
   for (int32_t w = 0; w < lin->num_nodes; w++) {
@@ -118,7 +119,10 @@ static void check_deps(const CtxrtLinear *lin, const CtxrtForest *f, const int32
       EXPECT((lev[d]) < (lev[w]));
       if (lev[d] + 1 > want) want = lev[d] + 1;
     }
-    EXPECT((lev[w]) == (want));
+    if (lin->balance)
+      EXPECT((lev[w]) >= (want));
+    else
+      EXPECT((lev[w]) == (want));
   }
 }
 
@@ -509,6 +513,54 @@ START_TEST(test_position_groups) {
 }
 END_TEST
 
+/* Balanced levels (CtxrtLinear.balance): a chain of five internal nodes
+ * beside a tree of three. By height the levels above the leaves hold 3, 2,
+ * 1, 1, 1 nodes; balanced 2, 2, 2, 1, 1: each level takes the chain's node
+ * that must go there and one of the small tree's, whose root waits until
+ * level 3. The level count, the leaf level and every contract but the
+ * exact height hold (check_linear), on generated trees, grids and
+ * sequences too, where no level holds more nodes than by height's widest. */
+START_TEST(test_balance_levels) {
+  CtxrtForest *f = tu_nodes("tree\n0 : 10 1\n1 : 11 2\n2 : 12 3\n3 : 13 4\n4 : 14 15\n"
+                            "10\n11\n12\n13\n14\n15\n"
+                            "tree\n20 : 21 22\n21 : 23 24\n22 : 25 26\n23\n24\n25\n26\n");
+  CtxrtLinear *lin = lin_ok(NULL, 0, 0), *asap = lin_ok(f, 0, 0);
+  CtxrtError err;
+  eq_array(asap->level_len, (const int32_t[]){10, 3, 2, 1, 1, 1}, 6);
+  lin->balance = 1;
+  ck_assert_int_eq(ctxrt_linear_fill(lin, f, 0, 0, &err), CTXRT_OK);
+  eq_array(lin->level_len, (const int32_t[]){10, 2, 2, 2, 1, 1}, 6);
+  int32_t *lev = levels_of(lin);
+  const int32_t chain_level[] = {5, 4, 3, 2, 1}; /* forest nodes 0..4: their heights */
+  for (int32_t v = 0; v < 5; v++)
+    ck_assert_int_eq(lev[lin->to_new[v]], chain_level[v]);
+  ck_assert_int_eq(lev[lin->to_new[11]], 3); /* the small tree's root (forest node 11) */
+  free(lev);
+  check_linear(lin, f);
+  ctxrt_forest_destroy(f);
+  static const char *const kinds[] = {"binary:leaves=40,count=10,seed=3",
+                                      "nary:nodes=300,arity=4,count=6,seed=5",
+                                      "grid:rows=5,cols=6", "sequence:length=9,count=3"};
+  for (int i = 0; i < 4; i++) {
+    f = gen(kinds[i]);
+    ctxrt_linear_destroy(asap);
+    asap = lin_ok(f, 0, 0);
+    ck_assert_int_eq(ctxrt_linear_fill(lin, f, 0, 0, &err), CTXRT_OK);
+    check_linear(lin, f);
+    ck_assert_int_eq(lin->num_levels, asap->num_levels);
+    ck_assert_int_eq(lin->leaf_end, asap->leaf_end);
+    int32_t widest = 0;
+    for (int32_t l = 1; l < asap->num_levels; l++)
+      if (asap->level_len[l] > widest) widest = asap->level_len[l];
+    for (int32_t l = 1; l < lin->num_levels; l++)
+      ck_assert_int_le(lin->level_len[l], widest);
+    ctxrt_forest_destroy(f);
+  }
+  ctxrt_linear_destroy(asap);
+  ctxrt_linear_destroy(lin);
+}
+END_TEST
+
 START_TEST(test_empty_forest) {
   CtxrtForest *f = tu_nodes("# nothing\n");
   CtxrtLinear *lin = lin_ok(f, 1, 0);
@@ -603,6 +655,7 @@ static Suite *linearize_suite(void) {
   tcase_add_test(tc, test_empty_forest);
   tcase_add_test(tc, test_arity_groups);
   tcase_add_test(tc, test_position_groups);
+  tcase_add_test(tc, test_balance_levels);
   tcase_add_test(tc, test_value_conversion);
   suite_add_tcase(s, tc);
   return s;

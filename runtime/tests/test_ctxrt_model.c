@@ -45,7 +45,7 @@ static const int64_t bound[] = {100};
 
 static const CtxrtModelDesc desc = {
     "sum", sum_kernel, NBUFS, bufs, 1, params,
-    {CTXRT_TREE, K, 0, 1, CTXRT_VALUES_LEAVES, bound}, K, B_RES, 0, 1, NULL, NULL, 0, 0, 0, 0, 0};
+    {CTXRT_TREE, K, 0, 1, CTXRT_VALUES_LEAVES, bound}, K, B_RES, 0, 1, NULL, NULL, 0, 0, 0, 0, 0, 0};
 
 static CtxrtWeights *scale_weights(float scale) {
   CtxrtWeights *w;

@@ -45,7 +45,7 @@ syn keyword ctxBuiltin sigmoid tanh relu exp log sqrt abs concat
 syn keyword ctxTypearg max_children max_preds
 " DIRECTIVE: only inside a schedule body (contextual words elsewhere)
 syn keyword ctxDirective contained dynamic_batch specialize fuse hoist dense split tile
-syn keyword ctxDirective contained reorder vectorize unroll unroll_recursion refactor_recursion parallel
+syn keyword ctxDirective contained reorder vectorize unroll unroll_recursion refactor_recursion balance_levels parallel
 syn keyword ctxDirective contained persist cache bind
 syn keyword ctxDirective contained hoist_invariant hoist_products hoist_local all_deps
 syn keyword ctxDirective contained share_weights direct_results leaf_views
