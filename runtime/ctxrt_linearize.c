@@ -257,16 +257,44 @@ static CtxrtStatus levels_kahn(const CtxrtForest *f, Levels *lv, CtxrtError *err
  * stream from beyond the L2, a level of one node costs about as much as a
  * level of several, so evening them out saves whole levels' worth of
  * weight traffic (the kernel's descriptor says when: balance_threads).
- * [lv->level] holds the heights on entry and the levels on return;
- * [scratch] (BALANCE_SCRATCH(n, edges) int32s) starts with it. */
-#define BALANCE_SCRATCH(n, edges) (10 * (size_t)(n) + 1 + (size_t)(edges))
+ * The ready nodes wait in a binary heap by latest level, so the work is
+ * O(n log n) whatever the shape (a bucket per level, scanned upwards from
+ * each level, was quadratic in the height for a long sequence beside many
+ * small trees). [lv->level] holds the heights on entry and the levels on
+ * return; [scratch] (BALANCE_SCRATCH(n, edges) int32s) starts with it. */
+#define BALANCE_SCRATCH(n, edges) (8 * (size_t)(n) + 1 + (size_t)(edges))
+
+/* Sifts the heap [heap] of [*size] nodes, keyed by [key], after a push
+ * ([v] added at the end) or, with v < 0, after a pop. */
+static void heap_push(int32_t *heap, int32_t *size, const int32_t *key, int32_t v) {
+  int32_t i = (*size)++;
+  while (i > 0 && key[heap[(i - 1) / 2]] > key[v]) {
+    heap[i] = heap[(i - 1) / 2];
+    i = (i - 1) / 2;
+  }
+  heap[i] = v;
+}
+
+static int32_t heap_pop(int32_t *heap, int32_t *size, const int32_t *key) {
+  int32_t top = heap[0], v = heap[--*size], i = 0, n = *size;
+  for (;;) {
+    int32_t c = 2 * i + 1;
+    if (c >= n) break;
+    if (c + 1 < n && key[heap[c + 1]] < key[heap[c]]) c++;
+    if (key[heap[c]] >= key[v]) break;
+    heap[i] = heap[c];
+    i = c;
+  }
+  if (n > 0) heap[i] = v;
+  return top;
+}
 
 static void balance_levels(const CtxrtForest *f, Levels *lv, int32_t *scratch) {
   int32_t n = f->num_nodes, L = lv->count, *level = lv->level;
   const int32_t *db = f->dep_begin;
   int32_t *ubegin = scratch + n, *users = ubegin + n + 1, *order = users + db[n];
-  int32_t *latest = order + n, *pending = latest + n, *next = pending + n;
-  int32_t *born = next + n, *head = born + n, *count = head + n; /* L <= n */
+  int32_t *latest = order + n, *pending = latest + n, *born = pending + n, *heap = born + n;
+  int32_t *count = heap; /* the counting sort's, before the heap is used */
   CtxrtError unused;
   if (L < 3 || index_users(f, ubegin, users, &unused) != CTXRT_OK) return;
   /* order: highest first, so that a node comes before its dependencies */
@@ -285,10 +313,7 @@ static void balance_levels(const CtxrtForest *f, Levels *lv, int32_t *scratch) {
   for (int32_t i = 0; i < n; i++)
     for (int32_t u = order[i], k = db[u]; k < db[u + 1]; k++)
       if (latest[f->dep[k]] >= latest[u]) latest[f->dep[k]] = latest[u] - 1;
-  /* ready nodes wait in lists by latest level (head, next, count) */
-  int32_t left = 0, nborn = 0;
-  for (int32_t l = 0; l < L; l++)
-    head[l] = -1, count[l] = 0;
+  int32_t left = 0, nborn = 0, size = 0;
   for (int32_t v = 0; v < n; v++) {
     pending[v] = db[v + 1] - db[v];
     left += pending[v] > 0;
@@ -298,24 +323,19 @@ static void balance_levels(const CtxrtForest *f, Levels *lv, int32_t *scratch) {
       for (int32_t k = ubegin[v]; k < ubegin[v + 1]; k++)
         if (--pending[users[k]] == 0) born[nborn++] = users[k];
   for (int32_t l = 1; l < L; l++) {
-    for (int32_t i = 0; i < nborn; i++) { /* ready from this level on */
-      int32_t v = born[i];
-      next[v] = head[latest[v]];
-      head[latest[v]] = v;
-      count[latest[v]]++;
-    }
+    for (int32_t i = 0; i < nborn; i++) /* ready from this level on */
+      heap_push(heap, &size, latest, born[i]);
     nborn = 0;
-    int32_t take = (left + (L - l) - 1) / (L - l);
-    if (take < count[l]) take = count[l]; /* all that must go here */
-    for (int32_t a = l; a < L && take > 0; a++)
-      while (head[a] >= 0 && take > 0) {
-        int32_t v = head[a];
-        head[a] = next[v];
-        count[a]--, take--, left--;
-        level[v] = l;
-        for (int32_t k = ubegin[v]; k < ubegin[v + 1]; k++)
-          if (--pending[users[k]] == 0) born[nborn++] = users[k];
-      }
+    /* those at their latest (at the top: no ready node's is below l), then
+     * the least slack up to the level's share */
+    int32_t share = (left + (L - l) - 1) / (L - l), taken = 0;
+    while (size > 0 && (taken < share || latest[heap[0]] == l)) {
+      int32_t v = heap_pop(heap, &size, latest);
+      level[v] = l;
+      taken++, left--;
+      for (int32_t k = ubegin[v]; k < ubegin[v + 1]; k++)
+        if (--pending[users[k]] == 0) born[nborn++] = users[k];
+    }
   }
 }
 
