@@ -60,7 +60,10 @@ EXAMPLES = [
 # a product to refactor) on one and two threads; treelstm and seqlstm, whose
 # phases depend most on the thread count and batch, also on three and four
 # threads, under the full schedules beside them (lang-tests/engines/recur/),
-# and at several batch sizes. Races show as wrong numbers.
+# and at several batch sizes; those full schedules also with balance_levels
+# for an L2 of 1 KiB, so that their (register-tiled) level weights exceed it
+# and the runtime balances the levels under the phases and place groups.
+# Races show as wrong numbers.
 RECUR_ZOO = [
     ("treefc", ["-D", "H=16", "-D", "V=50"],
      ["binary:leaves=9,count=4", "nary:nodes=40,arity=2,count=3,vocab=50,seed=4"]),
@@ -93,9 +96,17 @@ def recur_cases(root, tmp):
             with open(path, "w") as f:
                 f.write("schedule %s for cpu {\n  %s\n}\n" % (model, d))
             scheds.append(path)
-        scheds += sorted(glob.glob(os.path.join(HERE, "engines", "recur", model + ".*.sched")))
+        full = sorted(glob.glob(os.path.join(HERE, "engines", "recur", model + ".*.sched")))
+        scheds += full
         threads = ["1", "2", "3", "4"] if model in RECUR_MANY else ["1", "2"]
         configs = [["-s", x, "--threads", t] for x in scheds for t in threads]
+        for x in full:
+            with open(x) as f:
+                text = f.read()
+            path = os.path.join(tmp, "balanced." + os.path.basename(x))
+            with open(path, "w") as f:
+                f.write(text[:text.rindex("}")] + "  balance_levels\n}\n")
+            configs += [["-s", path, "--l2=1K", "--threads", t] for t in threads]
         for spec in specs:
             cases.append((os.path.join(root, "examples", model + ".ctx"), dims, spec, configs))
     return cases
