@@ -8,7 +8,8 @@ rows of every group add up to their parent's share; the FLOPs of treefc and
 treelstm are docs/models.md's (2 per multiply-add: 4H^2 and 10H^2 per
 internal node) on one and two threads; the weight bytes of a level's
 product are its weight block once per level; the outputs with --profile
-equal the outputs without it and match the interpreter. --perf-map writes
+equal the outputs without it and match the interpreter; `--batch 1` takes
+refactor_recursion for treefc only. --perf-map writes
 /tmp/perf-PID.map lines that name the kernel with a well-formed range;
 --perf-jitdump a jitdump naming it; the kernel of --dump=llvm carries no
 instrumentation.
@@ -239,6 +240,34 @@ def check_jitdump(ctx):
             check(b"ctx_treefc_kernel\0" in data, f"--perf-jitdump: {path} names no kernel")
 
 
+def check_batch_one(ctx):
+    """`ctx run --batch 1` compiles treefc's default plan with
+    refactor_recursion (its products per child place: driver/pipeline.c,
+    batch_one_kernel): the profile's regions name W.refactored0 and 1, the
+    outputs match the interpreter's on one and two threads; at --batch 2, and
+    for treelstm (whose refactored U_iou (h0 + h1) would multiply the work)
+    at --batch 1, the plain default's."""
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, batch, want in (("treefc", "1", True), ("treefc", "2", False),
+                                  ("treelstm", "1", False)):
+            model = os.path.join(ROOT, "examples", name + ".ctx")
+            ref = os.path.join(tmp, name + ".ref.npy")
+            run(ctx, ["run", model] + DIMS + GEN + ["--interp", "--output", ref], check=True)
+            for threads in ("1", "2"):
+                out = os.path.join(tmp, name + ".npy")
+                p = run(ctx, ["run", model] + DIMS + GEN + ["--batch", batch, "--threads", threads,
+                                                            "--profile", "--output", out])
+                label = f"{name} --batch {batch} --threads {threads}"
+                check(p.returncode == 0, f"{label}: exit {p.returncode}: {p.stderr}")
+                if p.returncode:
+                    continue
+                got = "W.refactored0" in p.stdout and "W.refactored1" in p.stdout
+                check(got == want and (want or "refactored" not in p.stdout),
+                      f"{label}: refactored products {'missing' if want else 'present'}")
+                check(np.allclose(np.load(out), np.load(ref), rtol=1e-4, atol=1e-5),
+                      f"{label}: outputs differ from the interpreter's")
+
+
 def check_plain_kernel(ctx):
     model = os.path.join(ROOT, "examples", "treelstm.ctx")
     ir = run(ctx, ["check", "--dump=llvm"] + DIMS + [model]).stdout
@@ -256,6 +285,7 @@ def main():
     check_zoo(ctx)
     check_perf_map(ctx)
     check_jitdump(ctx)
+    check_batch_one(ctx)
     check_plain_kernel(ctx)
     print(f"{len(failures)} failed" if failures else "all profile checks passed")
     return 1 if failures else 0

@@ -93,6 +93,10 @@ typedef struct {
                                   no barrier inside a phase (sched_recur.c); 0, 1: none */
   bool refactor_recursion;     /* products with dependencies' results as one product
                                   per node, read by the parent (sched_recur.c) */
+  bool refactored_by_place;    /* set by sched_apply: refactor_recursion made only
+                                  products that parents read at one place each, of at
+                                  least two places (treefc's W_0 h0, W_1 h1): no more
+                                  multiply-adds than without it */
   bool balance_levels;         /* runs whose threads' shares of the level products'
                                   weights exceed the L2 linearize in balanced levels
                                   (sched_apply.c, balance_threads; balance-levels) */

@@ -92,10 +92,9 @@ void sched_leaf_views(CtxArena *a, IlirKernel *k);
 /* The recursion primitives (sched_recur.c): unroll_recursion's PHASES buffer
  * for phases of up to [levels] levels; refactor_recursion's products per node,
  * false after reporting (at the directive of [plan]'s schedule) that there is
- * nothing to refactor. */
+ * nothing to refactor; sets plan->refactored_by_place. */
 void sched_unroll_recursion(CtxArena *a, IlirKernel *k, int levels);
-bool sched_refactor_recursion(CtxArena *a, CtxDiag *diag, IlirKernel *k,
-                              const SchedPlan *plan);
+bool sched_refactor_recursion(CtxArena *a, CtxDiag *diag, IlirKernel *k, SchedPlan *plan);
 /* A schedule's `[OP:] parallel AXIS` directives on the register tiles of
  * [k] (sched_plan.c; after tiling and fusion): how the threads share them
  * (IlirStmt.share); false after reporting one that does not apply. */

@@ -42,8 +42,10 @@
  * plan with refactor_recursion against it, 5 alternating pairs: 0.87x the
  * time at H=512, 0.90x at H=256 (computing both halves for every node had
  * been 1.79x on a Zen 5); at B=10 1.07-1.09x (two half-height tiles a level
- * instead of one), so the default plan leaves it off and `ctx tune` may
- * take it for a batch size (it does at B=1).
+ * instead of one), so the default plan leaves it off, but for `ctx run
+ * --batch 1`, whose kernel is compiled for batches of one structure and
+ * takes it where every product it makes is read at one place, of two or
+ * more (driver/pipeline.c, batch_one_kernel; plan->refactored_by_place).
  */
 #include "sched/sched_int.h"
 
@@ -386,8 +388,7 @@ static void nothing_to_refactor(CtxDiag *diag, const IlirKernel *k, const SchedP
     }
 }
 
-bool sched_refactor_recursion(CtxArena *a, CtxDiag *diag, IlirKernel *k,
-                              const SchedPlan *plan) {
+bool sched_refactor_recursion(CtxArena *a, CtxDiag *diag, IlirKernel *k, SchedPlan *plan) {
   Refactor R;
   memset(&R, 0, sizeof R);
   R.a = a;
@@ -397,7 +398,14 @@ bool sched_refactor_recursion(CtxArena *a, CtxDiag *diag, IlirKernel *k,
   find_defs(k, &k->body, NULL, R.defs);
   refactor_block(&R, &k->body);
   if (R.made.len) {
-    if (!place_products(&R, plan)) sched_add_products(a, k, &R.made);
+    bool by_place = place_products(&R, plan);
+    if (!by_place) sched_add_products(a, k, &R.made);
+    unsigned places = 0;
+    for (int i = 0; i < R.made.len && by_place; i++) {
+      by_place = one_place(R.places[i]);
+      places |= R.places[i];
+    }
+    plan->refactored_by_place = by_place && !one_place(places);
     return true;
   }
   const Schedule *s = plan->schedule;
