@@ -137,8 +137,8 @@ static const Schedule *load_schedule(CtxSession *s, const RaProgram *p) {
   return cpu;
 }
 
-/* The default plan's kernel for batches of one structure (`ctx run --batch
- * 1`, whose kernel is compiled for the run): the plan with
+/* The default plan's kernel for batches of one structure on one thread
+ * (`ctx run --batch 1 --threads 1`, whose kernel is compiled for the run): the plan with
  * refactor_recursion when that reads each weight block at one place of the
  * parents only (treefc: W_0 h0 for the nodes that are child 0, W_1 h1 for
  * child 1), so that a level of one or two nodes reads only the halves of
@@ -147,10 +147,15 @@ static const Schedule *load_schedule(CtxSession *s, const RaProgram *p) {
  * time at H=256, 0.872x at H=512 (100 SST trees; 30 trees 0.916x, 0.899x);
  * at B=10 its half-height place tiles made it 1.06-1.08x, and where the
  * refactored products sum several children (treelstm's U_iou (h0 + h1))
- * they multiply the work, so the default leaves it off there. */
+ * they multiply the work, so the default leaves it off there. Nor on two
+ * threads: the place products share a level by nodes, where the default's
+ * level of one or two nodes is shared by outputs, each thread's half of W
+ * kept in its own L2 — treefc H=512 B=1 on two threads took 1.52x the
+ * default's time with it (H=256 0.96x; 5 alternating rounds). */
 static IlirKernel *batch_one_kernel(CtxSession *s, const RaProgram *p, const SchedPlan *def,
                                     SchedPlan *out) {
-  if (s->opts.run.batch != 1 || s->opts.schedule || p->disabled) return NULL;
+  if (s->opts.run.batch != 1 || s->opts.run.threads != 1 || s->opts.schedule || p->disabled)
+    return NULL;
   CtxDiag quiet;
   ctx_diag_init(&quiet, NULL, NULL);
   SchedPlan plan = *def;

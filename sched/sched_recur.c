@@ -43,7 +43,7 @@
  * time at H=512, 0.90x at H=256 (computing both halves for every node had
  * been 1.79x on a Zen 5); at B=10 1.07-1.09x (two half-height tiles a level
  * instead of one), so the default plan leaves it off, but for `ctx run
- * --batch 1`, whose kernel is compiled for batches of one structure and
+ * --batch 1 --threads 1`, whose kernel is compiled for batches of one structure and
  * takes it where every product it makes is read at one place, of two or
  * more (driver/pipeline.c, batch_one_kernel; plan->refactored_by_place).
  */
