@@ -262,10 +262,9 @@ static CtxrtStatus levels_kahn(const CtxrtForest *f, Levels *lv, CtxrtError *err
  * each level, was quadratic in the height for a long sequence beside many
  * small trees). [lv->level] holds the heights on entry and the levels on
  * return; [scratch] (BALANCE_SCRATCH(n, edges) int32s) starts with it. */
-#define BALANCE_SCRATCH(n, edges) (8 * (size_t)(n) + 1 + (size_t)(edges))
+#define BALANCE_SCRATCH(n, edges) (7 * (size_t)(n) + 1 + (size_t)(edges))
 
-/* Sifts the heap [heap] of [*size] nodes, keyed by [key], after a push
- * ([v] added at the end) or, with v < 0, after a pop. */
+/* A min-heap [heap] of [*size] nodes keyed by [key]: [v] added. */
 static void heap_push(int32_t *heap, int32_t *size, const int32_t *key, int32_t v) {
   int32_t i = (*size)++;
   while (i > 0 && key[heap[(i - 1) / 2]] > key[v]) {
@@ -275,6 +274,7 @@ static void heap_push(int32_t *heap, int32_t *size, const int32_t *key, int32_t 
   heap[i] = v;
 }
 
+/* The heap's node of the least key, taken out. */
 static int32_t heap_pop(int32_t *heap, int32_t *size, const int32_t *key) {
   int32_t top = heap[0], v = heap[--*size], i = 0, n = *size;
   for (;;) {
@@ -294,6 +294,7 @@ static void balance_levels(const CtxrtForest *f, Levels *lv, int32_t *scratch) {
   const int32_t *db = f->dep_begin;
   int32_t *ubegin = scratch + n, *users = ubegin + n + 1, *order = users + db[n];
   int32_t *latest = order + n, *pending = latest + n, *born = pending + n, *heap = born + n;
+  /* level, ubegin, users, order, latest, pending, born, heap: BALANCE_SCRATCH */
   int32_t *count = heap; /* the counting sort's, before the heap is used */
   CtxrtError unused;
   if (L < 3 || index_users(f, ubegin, users, &unused) != CTXRT_OK) return;

@@ -411,6 +411,8 @@ typedef struct {
   long l2;        /* the plan's L2 per core in bytes, or this host's (0: unknown) */
   bool in_levels; /* inside a levels loop */
   bool *wide;     /* per buffer: its product takes the wide tile (wide_products); NULL: none */
+  long level_sum;   /* the weight blocks' bytes of this level's nodes loops so far */
+  long level_bytes; /* the most a level's products read (balance_threads) */
 } Tiler;
 
 bool sched_offset_of(const IlirExpr *e, const IlirVar *i, const IlirVar *r, long *out) {
@@ -603,7 +605,7 @@ static int product_terms(Tiler *T, const IlirStmt *nodes, const IlirStmt *s, Ter
  * once) exceed the plan's L2, the products whose blocks no other product
  * of the level reads (treelstm's U_f h0 and U_f h1 share theirs in one tile
  * of two products, where 12 rows do not fit) and that no `OP: tile` sizes;
- * NULL when none does. */
+ * NULL when none does. Adds the blocks' bytes to T->level_sum (balance_threads). */
 static bool *wide_products(Tiler *T, const IlirStmt *nodes) {
   if (!T->in_levels || T->l2 <= 0) return NULL;
   enum { MAX_BLOCKS = 64 };
@@ -630,6 +632,7 @@ static bool *wide_products(Tiler *T, const IlirStmt *nodes) {
       at[i * MAX_TERMS + t] = b;
     }
   }
+  T->level_sum += bytes;
   if (bytes <= T->l2) return NULL;
   bool *wide = CTX_NEW_ARRAY(T->a, bool, (size_t)T->k->nbufs), any = false;
   for (int i = 0; i < n; i++) {
@@ -787,7 +790,10 @@ static void tile_block(Tiler *T, IlirBlock *b) {
     } else if (s->kind == ILIR_LOOP) {
       bool outer = T->in_levels;
       T->in_levels |= s->loop == ILIR_LOOP_LEVELS;
+      if (s->loop == ILIR_LOOP_LEVELS) T->level_sum = 0;
       tile_block(T, &s->body);
+      if (s->loop == ILIR_LOOP_LEVELS && T->level_sum > T->level_bytes)
+        T->level_bytes = T->level_sum;
       T->in_levels = outer;
     }
     if (split) {
@@ -833,10 +839,36 @@ static void tile_rows(Tiler *T, IlirBlock *b) {
   }
 }
 
+/* balance_levels: the most threads whose share of [bytes], the weight blocks
+ * of the level that reads the most (wide_products counts them, each once in
+ * each of its nodes loops),
+ * still exceeds [l2], the plan's L2 (or this host's); 0 when one thread's
+ * whole does not. The runtime levels a batch evenly on as many threads or
+ * fewer (CtxrtModelDesc.balance_threads): with the weights streaming from
+ * the L3 at every level, a level of one node waits on them about as long as
+ * a level of several, and ASAP levels leave a tree batch's top levels with
+ * one or two nodes (the tallest tree's) and its bottom ones with dozens.
+ * Evened out (runtime/ctxrt_linearize.c, balance_levels), 7 alternating
+ * rounds on the Intel host (2 MiB L2) against --disable=balance-levels, B=10,
+ * one thread: treelstm H=512 (4 MiB a level) 0.967x the time, treegru H=512
+ * (3 MiB) 0.955x, childsum H=512 0.958x, seqlstm H=512 1.017x (0.97-1.03:
+ * its sequences are all as long, nothing moves); B=1 1.003x. Balanced
+ * whatever the weights, nothing was gained where they fit the L2 (H=256:
+ * treelstm 0.986x, treegru 0.991x; treefc H=512, 2 MiB, 1.013x), nor on two
+ * threads for treelstm H=512, each thread's half of the weights in its own
+ * L2 (1.04x), which this rule leaves unbalanced. */
+static int balance_threads(long bytes, long l2) {
+  if (l2 <= 0 || bytes <= l2) return 0;
+  long t = (bytes - 1) / l2;
+  return t > 1024 ? 1024 : (int)t;
+}
+
 static void register_tile(CtxArena *a, IlirKernel *k, SchedPlan *plan) {
-  Tiler T = {a, k, plan, 0, plan->l2_bytes > 0 ? plan->l2_bytes : sched_host_l2(), false, NULL};
+  Tiler T = {a, k, plan, 0, plan->l2_bytes > 0 ? plan->l2_bytes : sched_host_l2(), false, NULL,
+             0, 0};
   if (plan->tile_nodes > 0 && plan->tile_outs > 0) tile_block(&T, &k->body);
   tile_rows(&T, &k->body);
+  if (plan->balance_levels) k->balance_threads = balance_threads(T.level_bytes, T.l2);
 }
 
 /* ---- epilogue fusion ----------------------------------------------------------------- */
@@ -1019,55 +1051,6 @@ static void dense_scratch(CtxArena *a, IlirKernel *k, const SchedPlan *plan) {
     if (dense[b]) k->bufs[b].kind = ILIR_BUF_LEVEL_SCRATCH;
 }
 
-/* Marks in [seen] the PACKED buffers [e] reads and adds their bytes to [*bytes]. */
-static void packed_reads(const IlirKernel *k, const IlirExpr *e, bool *seen, long *bytes) {
-  if (!e) return;
-  if (e->kind == ILIR_LOAD && k->bufs[e->buf].kind == ILIR_BUF_PACKED && !seen[e->buf]) {
-    seen[e->buf] = true;
-    *bytes += k->bufs[e->buf].size * (long)sizeof(float);
-  }
-  packed_reads(k, e->a, seen, bytes), packed_reads(k, e->b, seen, bytes);
-  packed_reads(k, e->c, seen, bytes), packed_reads(k, e->lo, seen, bytes);
-  packed_reads(k, e->hi, seen, bytes);
-}
-
-/* The bytes of the packed weights the statements of [b] read inside a levels
- * loop ([in_levels]: [b] is), each buffer once. */
-static long level_weights(const IlirKernel *k, const IlirBlock *b, bool in_levels, bool *seen) {
-  long bytes = 0;
-  for (int i = 0; i < b->n; i++) {
-    const IlirStmt *s = b->stmts[i];
-    if (in_levels && s->kind == ILIR_STORE) packed_reads(k, s->value, seen, &bytes);
-    bool inner = in_levels || (s->kind == ILIR_LOOP && s->loop == ILIR_LOOP_LEVELS);
-    bytes += level_weights(k, &s->body, inner, seen) + level_weights(k, &s->then, inner, seen) +
-             level_weights(k, &s->els, inner, seen);
-  }
-  return bytes;
-}
-
-/* balance_levels: the most threads whose share of the packed weights a level
- * reads still exceeds the plan's L2 (or this host's), 0 when one thread's
- * whole does not. The runtime levels a batch evenly on as many threads or
- * fewer (CtxrtModelDesc.balance_threads): with the weights streaming from
- * the L3 at every level, a level of one node waits on them about as long as
- * a level of several, and ASAP levels leave a tree batch's top levels with
- * one or two nodes (the tallest tree's) and its bottom ones with dozens.
- * Evened out (runtime/ctxrt_linearize.c, balance_levels), 7 alternating
- * rounds on the Intel host (2 MiB L2) against --disable=balance-levels, B=10,
- * one thread: treelstm H=512 (4 MiB a level) 0.967x the time, treegru H=512
- * (3 MiB) 0.955x, childsum H=512 0.958x, seqlstm H=512 1.017x (0.97-1.03:
- * its sequences are all as long, nothing moves); B=1 1.003x. Balanced
- * whatever the weights, nothing was gained where they fit the L2 (H=256:
- * treelstm 0.986x, treegru 0.991x; treefc H=512, 2 MiB, 1.013x), nor on two
- * threads for treelstm H=512, each thread's half of the weights in its own
- * L2 (1.04x), which this rule leaves unbalanced. */
-static int balance_threads(CtxArena *a, const IlirKernel *k, long l2) {
-  long bytes = level_weights(k, &k->body, false, CTX_NEW_ARRAY(a, bool, (size_t)k->nbufs));
-  if (l2 <= 0 || bytes <= l2) return 0;
-  long t = (bytes - 1) / l2;
-  return t > 1024 ? 1024 : (int)t;
-}
-
 static int tiles_in(const IlirBlock *b) {
   int n = 0;
   for (int i = 0; i < b->n; i++) {
@@ -1111,9 +1094,6 @@ bool sched_apply(CtxArena *arena, CtxDiag *diag, IlirKernel *k, SchedPlan *plan)
       plan->tile_nodes = plan->tile_outs = 0;
     }
   }
-  if (plan->balance_levels)
-    k->balance_threads = balance_threads(arena, k, plan->l2_bytes > 0 ? plan->l2_bytes
-                                                                      : sched_host_l2());
   if (plan->fuse_epilogue) fuse_block(arena, k, &k->body);
   if (plan->share_weights) sched_share_weights(arena, k);
   if (plan->nparallel && !sched_schedule_shares(arena, diag, k, plan)) return false;
