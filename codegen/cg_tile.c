@@ -223,7 +223,10 @@ static LLVMValueRef stream_row(CgEmit *E, const CgTile *T, const CgStreamTerms *
  * 0.91x; into the L2 only, 0.91x), two threads 0.89x; treegru H=512 0.96x,
  * childsum 0.97x, treelstm 0.99x (5 alternating rounds). Tiles of 6 rows or
  * fewer (B=1, a level's rest) stay without: they wait on the stream anyway,
- * and the extra loads made them 1.01-1.02x. */
+ * and the extra loads made them 1.01-1.02x. A row counts once per product
+ * the stream feeds: treelstm's tile of U_f h0 and U_f h1, 6 rows of each,
+ * does 24 multiply-adds per 128 bytes of U_f, as a one-product tile of 12
+ * rows does (sched_apply.c, wide_products). */
 enum { PREFETCH_AHEAD_BYTES = 4096, PREFETCH_ROWS = 6 };
 
 /* Prefetches the row of stream [st] that the step PREFETCH_AHEAD_BYTES
@@ -251,7 +254,7 @@ static void tile_step(CgEmit *E, const CgTile *T, const CgStreamTerms *S, CgStre
   LLVMValueRef w[MAX_ACC];
   LLVMValueRef row = stream_row(E, T, S, st, r, i0);
   if (!row) return;
-  if (T->nodes->tile_streams && st.base && !st.copy && nb > PREFETCH_ROWS &&
+  if (T->nodes->tile_streams && st.base && !st.copy && S->n * nb > PREFETCH_ROWS &&
       E->tgt->kind == CG_TARGET_CPU)
     prefetch_ahead(E, st, row, iv, vl);
   for (int v = 0; v < iv; v++) {

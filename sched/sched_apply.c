@@ -568,7 +568,7 @@ enum { MAX_TERMS = 16 };
 
 /* A block of weights a level's products read (wide_products). */
 typedef struct {
-  int param, readers;
+  int param;
   long off, stride;
 } WeightBlock;
 
@@ -600,24 +600,34 @@ static int product_terms(Tiler *T, const IlirStmt *nodes, const IlirStmt *s, Ter
  * treelstm (4 MiB) 0.97x, seqlstm (4 MiB) 0.95x, childsum (4 MiB) 0.96x;
  * two threads 0.80-0.95x; B=1 1.00-1.01x. Where the weights fit, wide
  * tiles were slower (dagrnn, 1 MiB: 1.07x; treefc, 2 MiB: 1.03x).
+ * Products that share a block take the wide shape too: treelstm's U_f h0
+ * and U_f h1, one tile of two products after share_weights, where codegen
+ * fits 6 rows x 2 vectors of each (not 12: cg_tile.c, tile_vectors) and
+ * prefetches the block ahead as it streams in (cg_tile.c, prefetch_ahead).
+ * With the plan's 6 x 64 they had been 3 rows x 4 vectors, each panel read
+ * from the L3 by a level's first tile of 3 rows and from the L2 by the
+ * others, 100 us of treelstm H=512's 230 us a level; neither the shape
+ * alone (1.00x) nor the prefetches alone (1.00x) changed that. Both,
+ * Intel host (2 MiB L2), 9 alternating rounds against the plan's shape:
+ * treelstm H=512 B=10 0.941x the time (0.92-0.96), two threads 0.929x;
+ * balanced trees (levels of ~36 nodes) 0.997x; B=1 1.005x.
  * Returns per buffer whether the product storing into it takes the wide
  * tile: inside a levels loop, when the level's weight blocks (each counted
- * once) exceed the plan's L2, the products whose blocks no other product
- * of the level reads (treelstm's U_f h0 and U_f h1 share theirs in one tile
- * of two products, where 12 rows do not fit) and that no `OP: tile` sizes;
- * NULL when none does. Adds the blocks' bytes to T->level_sum (balance_threads). */
+ * once) exceed the plan's L2, every product of the level that no `OP:
+ * tile` sizes; NULL when none does. Adds the blocks' bytes to
+ * T->level_sum (balance_threads). */
 static bool *wide_products(Tiler *T, const IlirStmt *nodes) {
   if (!T->in_levels || T->l2 <= 0) return NULL;
   enum { MAX_BLOCKS = 64 };
   WeightBlock block[MAX_BLOCKS];
   int nblocks = 0, n = nodes->body.n;
-  int *nterms = CTX_NEW_ARRAY(T->a, int, (size_t)n + 1);
-  int *at = CTX_NEW_ARRAY(T->a, int, (size_t)n * MAX_TERMS + 1); /* each term's block */
+  bool *product = CTX_NEW_ARRAY(T->a, bool, (size_t)n + 1);
   long bytes = 0;
   Term parts[MAX_TERMS];
   for (int i = 0; i < n; i++) {
-    nterms[i] = product_terms(T, nodes, nodes->body.stmts[i], parts);
-    for (int t = 0; t < nterms[i]; t++) {
+    int nterms = product_terms(T, nodes, nodes->body.stmts[i], parts);
+    product[i] = nterms > 0;
+    for (int t = 0; t < nterms; t++) {
       const IlirPack *pk = &parts[t].pack;
       int b = 0;
       while (b < nblocks && !(block[b].param == parts[t].param && block[b].off == pk->off &&
@@ -625,21 +635,16 @@ static bool *wide_products(Tiler *T, const IlirStmt *nodes) {
         b++;
       if (b == MAX_BLOCKS) return NULL;
       if (b == nblocks) {
-        block[nblocks++] = (WeightBlock){parts[t].param, 0, pk->off, pk->stride};
+        block[nblocks++] = (WeightBlock){parts[t].param, pk->off, pk->stride};
         bytes += pk->rows * pk->cols * (long)sizeof(float);
       }
-      block[b].readers++;
-      at[i * MAX_TERMS + t] = b;
     }
   }
   T->level_sum += bytes;
   if (bytes <= T->l2) return NULL;
   bool *wide = CTX_NEW_ARRAY(T->a, bool, (size_t)T->k->nbufs), any = false;
-  for (int i = 0; i < n; i++) {
-    bool alone = nterms[i] > 0;
-    for (int t = 0; t < nterms[i]; t++) alone &= block[at[i * MAX_TERMS + t]].readers == 1;
-    if (alone) wide[nodes->body.stmts[i]->body.stmts[0]->buf] = any = true;
-  }
+  for (int i = 0; i < n; i++)
+    if (product[i]) wide[nodes->body.stmts[i]->body.stmts[0]->buf] = any = true;
   return any ? wide : NULL;
 }
 
