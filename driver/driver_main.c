@@ -37,7 +37,7 @@ typedef struct {
   "                     loops as ordinary loops, block barriers as nothing)\n"     \
   "  --l2 SIZE          the L2 cache per core the cpu kernel is for (bytes, or\n"   \
   "                     with K or M: 2M; default: this host's): levels whose\n"    \
-  "                     weights exceed it get wide register tiles\n"               \
+  "                     weights fill or exceed it get wide register tiles\n"       \
   "  --disable=OPT,...  turn optimizations off: concat-split, product-ops,\n"      \
   "                     interchange, specialize-leaf, register-tile,\n"            \
   "                     vector-math, cse, hoist-products, dense-scratch,\n"        \

@@ -160,6 +160,11 @@ static IlirKernel *batch_one_kernel(CtxSession *s, const RaProgram *p, const Sch
   ctx_diag_init(&quiet, NULL, NULL);
   SchedPlan plan = *def;
   plan.refactor_recursion = true;
+  /* Nor balanced levels: balancing one tree moves its nodes between the
+   * place products' groups of 1-3 nodes; treefc H=512 B=1, whose 2 MiB a
+   * level fill the L2 (sched_apply.c, balance_threads), took 1.13x the time
+   * balanced (5 alternating rounds). */
+  plan.balance_levels = false;
   IlirKernel *k = ilir_lower(s->arena, &quiet, p);
   if (!k || !sched_apply(s->arena, &quiet, k, &plan) || quiet.errors || !plan.refactored_by_place)
     return NULL;

@@ -768,8 +768,9 @@ typedef struct CtxrtModelDesc {
   /* The most threads a CPU run may have for ctxrt_model_run to linearize its
    * batch in balanced levels (CtxrtLinear.balance): a schedule's
    * `balance_levels` sets it to the thread counts whose share of the level
-   * products' weights exceeds a thread's L2, where a level of one node waits
-   * on the weights as long as a level of several (0: never). */
+   * products' weights exceeds a thread's L2 (one thread: fills it), where a
+   * level of one node waits on the weights as long as a level of several
+   * (0: never). */
   int32_t balance_threads;
 } CtxrtModelDesc;
 

@@ -85,7 +85,7 @@ typedef struct {
   int vec_floats, vec_regs;    /* the vector registers of the CPU the kernel is for
                                   (codegen.h, cg_cpu_vectors); 0: this host's */
   long l2_bytes;               /* its L2 cache per core, which levels' weights that
-                                  exceed take wide tiles (sched_apply.c,
+                                  fill or exceed take wide tiles (sched_apply.c,
                                   wide_products); 0: this host's (`--l2`) */
   const char *row_axes[2];     /* set by sched_apply: the rows' and outputs' axes of the
                                   first such product tiled (--dump=schedule names them) */
@@ -98,7 +98,8 @@ typedef struct {
                                   least two places (treefc's W_0 h0, W_1 h1): no more
                                   multiply-adds than without it */
   bool balance_levels;         /* runs whose threads' shares of the level products'
-                                  weights exceed the L2 linearize in balanced levels
+                                  weights exceed the L2 (one thread: fill it)
+                                  linearize in balanced levels
                                   (sched_apply.c, balance_threads; balance-levels) */
   /* from a schedule (sched_plan.c): its directives, and per buffer of the
    * kernel the operators its hoist, dense and tile directives name (NULL:

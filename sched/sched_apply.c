@@ -611,10 +611,23 @@ static int product_terms(Tiler *T, const IlirStmt *nodes, const IlirStmt *s, Ter
  * Intel host (2 MiB L2), 9 alternating rounds against the plan's shape:
  * treelstm H=512 B=10 0.941x the time (0.92-0.96), two threads 0.929x;
  * balanced trees (levels of ~36 nodes) 0.997x; B=1 1.005x.
+ * Weights that fill the L2 count as exceeding it: a level that reads as
+ * many bytes as the L2 holds finds few of them there at the next level (a
+ * cyclic pass over a cache's size under LRU misses every time, and the
+ * level's rows take their share of it); treefc H=512, 2 MiB a level on a
+ * 2 MiB L2, read its weights from the L3 at 28 GB/s with the plan's tile.
+ * Wide and balanced (balance_threads), Intel host, 5-7 alternating rounds
+ * against the plan's tile: B=10 0.906-0.945x the time, two threads 0.945x;
+ * a batch of one tree 1.00x. A product over a group of a level's nodes
+ * (IlirStmt.team_lo: refactor_recursion's places, specialize's arities)
+ * keeps the plan's tile: it runs over a part of the level, and `ctx run
+ * --batch 1`'s refactored treefc (driver/pipeline.c, batch_one_kernel),
+ * whose place groups hold 1-3 nodes, took 1.10x the time with wide tiles
+ * (2 vectors a row: half the chains of multiply-adds of the plan's 4).
  * Returns per buffer whether the product storing into it takes the wide
  * tile: inside a levels loop, when the level's weight blocks (each counted
- * once) exceed the plan's L2, every product of the level that no `OP:
- * tile` sizes; NULL when none does. Adds the blocks' bytes to
+ * once) fill or exceed the plan's L2, every product of the level that no
+ * `OP: tile` sizes, unless the loop is a group's; NULL when none does. Adds the blocks' bytes to
  * T->level_sum (balance_threads). */
 static bool *wide_products(Tiler *T, const IlirStmt *nodes) {
   if (!T->in_levels || T->l2 <= 0) return NULL;
@@ -641,9 +654,9 @@ static bool *wide_products(Tiler *T, const IlirStmt *nodes) {
     }
   }
   T->level_sum += bytes;
-  if (bytes <= T->l2) return NULL;
+  if (bytes < T->l2) return NULL;
   bool *wide = CTX_NEW_ARRAY(T->a, bool, (size_t)T->k->nbufs), any = false;
-  for (int i = 0; i < n; i++)
+  for (int i = 0; i < n && !nodes->team_lo; i++)
     if (product[i]) wide[nodes->body.stmts[i]->body.stmts[0]->buf] = any = true;
   return any ? wide : NULL;
 }
@@ -847,8 +860,12 @@ static void tile_rows(Tiler *T, IlirBlock *b) {
 /* balance_levels: the most threads whose share of [bytes], the weight blocks
  * of the level that reads the most (wide_products counts them, each once in
  * each of its nodes loops),
- * still exceeds [l2], the plan's L2 (or this host's); 0 when one thread's
- * whole does not. The runtime levels a batch evenly on as many threads or
+ * still exceeds [l2], the plan's L2 (or this host's), and at least one
+ * where the whole fills it (as wide_products counts it: treefc H=512, 2 MiB
+ * on a 2 MiB L2, wide and balanced 0.906x the time at B=10, wide alone
+ * 0.948x, balanced alone 1.01x); 0 when one thread's whole does not fill it.
+ * A share of two threads that only fills it stays unbalanced (treelstm
+ * H=512 on two threads, 2 MiB each, 1.02x balanced). The runtime levels a batch evenly on as many threads or
  * fewer (CtxrtModelDesc.balance_threads): with the weights streaming from
  * the L3 at every level, a level of one node waits on them about as long as
  * a level of several, and ASAP levels leave a tree batch's top levels with
@@ -863,9 +880,9 @@ static void tile_rows(Tiler *T, IlirBlock *b) {
  * threads for treelstm H=512, each thread's half of the weights in its own
  * L2 (1.04x), which this rule leaves unbalanced. */
 static int balance_threads(long bytes, long l2) {
-  if (l2 <= 0 || bytes <= l2) return 0;
+  if (l2 <= 0 || bytes < l2) return 0;
   long t = (bytes - 1) / l2;
-  return t > 1024 ? 1024 : (int)t;
+  return t < 1 ? 1 : t > 1024 ? 1024 : (int)t;
 }
 
 static void register_tile(CtxArena *a, IlirKernel *k, SchedPlan *plan) {

@@ -47,6 +47,7 @@
  *                            the model has none
  *   balance_levels           balance-levels: the runtime levels a batch evenly
  *                            when the level products' weights exceed the L2
+ *                            (on one thread: fill it)
  *                            (sched_apply.c, balance_threads)
  *
  * The rest — cache and bind (GPU directives) — the CPU backend does not
