@@ -224,9 +224,9 @@ static LLVMValueRef stream_row(CgEmit *E, const CgTile *T, const CgStreamTerms *
  * childsum 0.97x, treelstm 0.99x (5 alternating rounds). Tiles of 6 rows or
  * fewer (B=1, a level's rest) stay without: they wait on the stream anyway,
  * and the extra loads made them 1.01-1.02x. A row counts once per product
- * the stream feeds: treelstm's tile of U_f h0 and U_f h1, 6 rows of each,
- * does 24 multiply-adds per 128 bytes of U_f, as a one-product tile of 12
- * rows does (sched_apply.c, wide_products). */
+ * the stream feeds: treelstm's tile of U_f h0 and U_f h1, 7 rows of each,
+ * does 28 multiply-adds per 128 bytes of U_f, more than a one-product tile
+ * of 12 rows does (sched_apply.c, wide_products). */
 enum { PREFETCH_AHEAD_BYTES = 4096, PREFETCH_ROWS = 6 };
 
 /* Prefetches the row of stream [st] that the step PREFETCH_AHEAD_BYTES

@@ -602,12 +602,14 @@ static int product_terms(Tiler *T, const IlirStmt *nodes, const IlirStmt *s, Ter
  * tiles were slower (dagrnn, 1 MiB: 1.07x; treefc, 2 MiB: 1.03x).
  * Products that share a block take the wide shape too: treelstm's U_f h0
  * and U_f h1, one tile of two products after share_weights, where codegen
- * fits 6 rows x 2 vectors of each (not 12: cg_tile.c, tile_vectors) and
- * prefetches the block ahead as it streams in (cg_tile.c, prefetch_ahead).
+ * fits 7 rows x 2 vectors of each (not 12: cg_tile.c, tile_vectors; 7
+ * rows leave too few general registers for their 14 row pointers and
+ * reload some every step, yet 6 rows took 1.025x the time) and prefetches
+ * the block ahead as it streams in (cg_tile.c, prefetch_ahead).
  * With the plan's 6 x 64 they had been 3 rows x 4 vectors, each panel read
  * from the L3 by a level's first tile of 3 rows and from the L2 by the
  * others, 100 us of treelstm H=512's 230 us a level; neither the shape
- * alone (1.00x) nor the prefetches alone (1.00x) changed that. Both,
+ * alone (6 x 32: 1.00x) nor the prefetches alone (1.00x) changed that. Both,
  * Intel host (2 MiB L2), 9 alternating rounds against the plan's shape:
  * treelstm H=512 B=10 0.941x the time (0.92-0.96), two threads 0.929x;
  * balanced trees (levels of ~36 nodes) 0.997x; B=1 1.005x.
