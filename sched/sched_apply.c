@@ -599,7 +599,8 @@ static int product_terms(Tiler *T, const IlirStmt *nodes, const IlirStmt *s, Ter
  * rounds on a 2 MiB L2, one thread: treegru (3 MiB a level) 0.97x the time,
  * treelstm (4 MiB) 0.97x, seqlstm (4 MiB) 0.95x, childsum (4 MiB) 0.96x;
  * two threads 0.80-0.95x; B=1 1.00-1.01x. Where the weights fit, wide
- * tiles were slower (dagrnn, 1 MiB: 1.07x; treefc, 2 MiB: 1.03x).
+ * tiles were slower (dagrnn, 1 MiB: 1.07x; treefc, 2 MiB, before codegen
+ * prefetched wide tiles' weights: 1.03x).
  * Products that share a block take the wide shape too: treelstm's U_f h0
  * and U_f h1, one tile of two products after share_weights, where codegen
  * fits 7 rows x 2 vectors of each (not 12: cg_tile.c, tile_vectors; 7
@@ -629,8 +630,8 @@ static int product_terms(Tiler *T, const IlirStmt *nodes, const IlirStmt *s, Ter
  * Returns per buffer whether the product storing into it takes the wide
  * tile: inside a levels loop, when the level's weight blocks (each counted
  * once) fill or exceed the plan's L2, every product of the level that no
- * `OP: tile` sizes, unless the loop is a group's; NULL when none does. Adds the blocks' bytes to
- * T->level_sum (balance_threads). */
+ * `OP: tile` sizes, unless the loop is a group's; NULL when none does.
+ * Adds the blocks' bytes to T->level_sum (balance_threads). */
 static bool *wide_products(Tiler *T, const IlirStmt *nodes) {
   if (!T->in_levels || T->l2 <= 0) return NULL;
   enum { MAX_BLOCKS = 64 };
@@ -861,26 +862,26 @@ static void tile_rows(Tiler *T, IlirBlock *b) {
 
 /* balance_levels: the most threads whose share of [bytes], the weight blocks
  * of the level that reads the most (wide_products counts them, each once in
- * each of its nodes loops),
- * still exceeds [l2], the plan's L2 (or this host's), and at least one
- * where the whole fills it (as wide_products counts it: treefc H=512, 2 MiB
- * on a 2 MiB L2, wide and balanced 0.906x the time at B=10, wide alone
- * 0.948x, balanced alone 1.01x); 0 when one thread's whole does not fill it.
- * A share of two threads that only fills it stays unbalanced (treelstm
- * H=512 on two threads, 2 MiB each, 1.02x balanced). The runtime levels a batch evenly on as many threads or
- * fewer (CtxrtModelDesc.balance_threads): with the weights streaming from
- * the L3 at every level, a level of one node waits on them about as long as
- * a level of several, and ASAP levels leave a tree batch's top levels with
- * one or two nodes (the tallest tree's) and its bottom ones with dozens.
- * Evened out (runtime/ctxrt_linearize.c, balance_levels), 7 alternating
- * rounds on the Intel host (2 MiB L2) against --disable=balance-levels, B=10,
- * one thread: treelstm H=512 (4 MiB a level) 0.967x the time, treegru H=512
- * (3 MiB) 0.955x, childsum H=512 0.958x, seqlstm H=512 1.017x (0.97-1.03:
- * its sequences are all as long, nothing moves); B=1 1.003x. Balanced
- * whatever the weights, nothing was gained where they fit the L2 (H=256:
- * treelstm 0.986x, treegru 0.991x; treefc H=512, 2 MiB, 1.013x), nor on two
- * threads for treelstm H=512, each thread's half of the weights in its own
- * L2 (1.04x), which this rule leaves unbalanced. */
+ * each of its nodes loops), still exceeds [l2], the plan's L2 (or this
+ * host's), and at least one where the whole fills it (as wide_products counts
+ * it: treefc H=512, 2 MiB on a 2 MiB L2, wide and balanced 0.906x the time at
+ * B=10, wide alone 0.948x, balanced alone 1.01x); 0 when one thread's whole
+ * does not fill it. A share of two threads that only fills it stays
+ * unbalanced (treelstm H=512 on two threads, 2 MiB each, 1.02x balanced). The
+ * runtime levels a batch evenly on as many threads or fewer
+ * (CtxrtModelDesc.balance_threads): with the weights streaming from the L3 at
+ * every level, a level of one node waits on them about as long as a level of
+ * several, and ASAP levels leave a tree batch's top levels with one or two
+ * nodes (the tallest tree's) and its bottom ones with dozens. Evened out
+ * (runtime/ctxrt_linearize.c, balance_levels), 7 alternating rounds on the
+ * Intel host (2 MiB L2) against --disable=balance-levels, B=10, one thread:
+ * treelstm H=512 (4 MiB a level) 0.967x the time, treegru H=512 (3 MiB)
+ * 0.955x, childsum H=512 0.958x, seqlstm H=512 1.017x (0.97-1.03: its
+ * sequences are all as long, nothing moves); B=1 1.003x. Balanced whatever
+ * the weights, nothing was gained where they fit the L2 (H=256: treelstm
+ * 0.986x, treegru 0.991x; treefc H=512, 2 MiB, 1.013x), nor on two threads
+ * for treelstm H=512, each thread's half of the weights in its own L2
+ * (1.04x), which this rule leaves unbalanced. */
 static int balance_threads(long bytes, long l2) {
   if (l2 <= 0 || bytes < l2) return 0;
   long t = (bytes - 1) / l2;
