@@ -175,8 +175,8 @@ static IlirKernel *batch_one_kernel(CtxSession *s, const RaProgram *p, const Sch
 IlirKernel *ctx_pipeline_kernel(CtxSession *s, const RaProgram *p) {
   const Schedule *sch = s->opts.schedule ? load_schedule(s, p) : NULL;
   if (s->opts.schedule && !sch) return NULL;
-  IlirKernel *k = ilir_lower(s->arena, &s->diag, p);
   if (s->opts.target == CTX_TARGET_CUDA) {
+    IlirKernel *k = ilir_lower(s->arena, &s->diag, p);
     SchedGpuPlan gpu;
     SchedPlan plan = sched_cuda_plan(&s->diag, sch, p->disabled, &gpu);
     gpu.shared_limit = sched_gpu_shared_limit(s->opts.gpu_arch);
@@ -191,11 +191,14 @@ IlirKernel *ctx_pipeline_kernel(CtxSession *s, const RaProgram *p) {
   SchedPlan plan = sch ? sched_schedule_plan(&s->diag, sch, p->disabled)
                        : sched_default_plan(p->disabled, vl, regs);
   plan.vec_floats = vl, plan.vec_regs = regs, plan.l2_bytes = s->opts.l2;
+  /* the batch-one trial lowers its own kernel; the plan's is lowered only
+   * when it does not qualify */
   SchedPlan one;
-  IlirKernel *k1 = k && !sch ? batch_one_kernel(s, p, &plan, &one) : NULL;
-  if (k1) {
-    k = k1, plan = one;
-  } else if (!k || !sched_apply(s->arena, &s->diag, k, &plan)) {
+  IlirKernel *k = sch ? NULL : batch_one_kernel(s, p, &plan, &one);
+  if (k) {
+    plan = one;
+  } else if (!(k = ilir_lower(s->arena, &s->diag, p)) ||
+             !sched_apply(s->arena, &s->diag, k, &plan)) {
     return NULL;
   }
   if (s->opts.dump == DUMP_SCHEDULE) {

@@ -657,9 +657,9 @@ static bool *wide_products(Tiler *T, const IlirStmt *nodes) {
     }
   }
   T->level_sum += bytes;
-  if (bytes < T->l2) return NULL;
+  if (bytes < T->l2 || nodes->team_lo) return NULL;
   bool *wide = CTX_NEW_ARRAY(T->a, bool, (size_t)T->k->nbufs), any = false;
-  for (int i = 0; i < n && !nodes->team_lo; i++)
+  for (int i = 0; i < n; i++)
     if (product[i]) wide[nodes->body.stmts[i]->body.stmts[0]->buf] = any = true;
   return any ? wide : NULL;
 }
