@@ -250,7 +250,7 @@ static LLVMValueRef emit_load(CgEmit *E, const IlirExpr *e) {
   if (E->k->bufs[e->buf].kind == ILIR_BUF_PACKED) idx = packed_at(E, &E->k->bufs[e->buf].pack, idx);
   bool f = e->type == ILIR_F32;
   LLVMTypeRef elem = f ? E->f32 : E->i32;
-  LLVMValueRef at = LLVMBuildInBoundsGEP2(E->b, elem, E->bufs[e->buf], &idx, 1, "");
+  LLVMValueRef at = cg_buf_at(E, e->buf, idx, elem);
   LLVMValueRef v = LLVMBuildLoad2(E->b, elem, at, E->k->bufs[e->buf].name);
   /* not a copy in shared memory: the kernel writes that at its start */
   if (E->tgt->invariant_readonly && !buf_writable(E->k->bufs[e->buf].kind) &&
@@ -388,8 +388,7 @@ void cg_emit_store(CgEmit *E, const IlirStmt *s) {
   }
   LLVMValueRef idx = cg_emit_expr(E, s->index);
   LLVMValueRef v = cg_emit_expr(E, s->value);
-  LLVMValueRef at = LLVMBuildInBoundsGEP2(E->b, E->f32, E->bufs[s->buf], &idx, 1, "");
-  LLVMBuildStore(E->b, v, at);
+  LLVMBuildStore(E->b, v, cg_buf_at(E, s->buf, idx, E->f32));
 }
 
 void cg_team_share(CgEmit *E, const IlirStmt *s, LLVMValueRef *lo, LLVMValueRef *hi) {
@@ -543,6 +542,126 @@ bool cg_follows(const CgEmit *E, const IlirStmt *prev, const IlirStmt *s) {
   return false;
 }
 
+/* ---- node rows ------------------------------------------------------------ */
+
+/* A level scratch buffer that one untiled nodes loop alone writes and reads
+ * holds values that live for one iteration: node n's row is written and read
+ * while n is computed (dense-scratch's rows, sched_apply.c). Its rows for the
+ * whole level are then no use; one row on the stack of each thread serves,
+ * and stays in L1 from one node to the next. treelstm's leaves put Emb's row
+ * plus the bias in such a buffer before the gates read it: the 149 leaves of
+ * an SST batch of 10 wrote 458 KiB at H = 256, beside the 1 MiB of weights
+ * the L2 holds. With the row on the stack the leaf level took 0.073 ms
+ * against 0.094 (profiles, Intel host of 2026-12-07), the kernel 0.979x the
+ * time (11 alternating rounds, 0.95-1.02); B = 1 0.991x, balanced trees
+ * 0.992x, H = 512 0.983x; seqlstm (its c) 1.00x. The ILIR and the runtime's
+ * buffer stay as they were (its rows simply go unused); a row of more than
+ * NODE_ROW_MAX floats stays in the buffer, off the stack. A register tile
+ * inside the loop (mvrnn's P without leaf specialization) addresses its
+ * buffers itself (cg_tile.c): a buffer it touches is not taken. CPU only:
+ * a GPU's threads have no such stack. */
+enum { NODE_ROW_MAX = 16384 };
+
+typedef struct {
+  const IlirKernel *k;
+  const IlirStmt **owner; /* [nbufs]: the loop, while all seen accesses are in it */
+  bool *other;            /* [nbufs]: an access elsewhere was seen */
+} NodeRows;
+
+static void row_access(NodeRows *R, int buf, const IlirStmt *loop, bool ok) {
+  if (buf < 0 || buf >= R->k->nbufs || R->k->bufs[buf].kind != ILIR_BUF_LEVEL_SCRATCH)
+    return;
+  if (!ok || !loop || (R->owner[buf] && R->owner[buf] != loop)) R->other[buf] = true;
+  else R->owner[buf] = loop;
+}
+
+static void rows_in_expr(NodeRows *R, const IlirExpr *e, const IlirStmt *loop, bool ok) {
+  if (!e) return;
+  if (ilir_is_view(e)) ok = false; /* read through a row pointer of its own */
+  if (e->kind == ILIR_LOAD) row_access(R, e->buf, loop, ok);
+  rows_in_expr(R, e->a, loop, ok), rows_in_expr(R, e->b, loop, ok);
+  rows_in_expr(R, e->c, loop, ok), rows_in_expr(R, e->lo, loop, ok);
+  rows_in_expr(R, e->hi, loop, ok);
+}
+
+/* [loop]: the innermost nodes loop around [b] (NULL: none); [ok]: not in a
+ * register tile. */
+static void rows_in_block(NodeRows *R, const IlirBlock *b, const IlirStmt *loop,
+                          bool ok) {
+  for (int i = 0; i < b->n; i++) {
+    const IlirStmt *s = b->stmts[i];
+    if (s->kind == ILIR_STORE) {
+      row_access(R, s->buf, loop, ok);
+      rows_in_expr(R, s->index, loop, ok), rows_in_expr(R, s->value, loop, ok);
+    } else if (s->kind == ILIR_IF) {
+      rows_in_expr(R, s->cond, loop, ok);
+      rows_in_block(R, &s->then, loop, ok), rows_in_block(R, &s->els, loop, ok);
+    } else {
+      rows_in_expr(R, s->lo, loop, ok), rows_in_expr(R, s->hi, loop, ok);
+      /* a register tile (of a level's nodes, or of a node's matrix: mvrnn's
+       * P) addresses its buffers itself (cg_tile.c) */
+      bool in_tile = !ok || s->tile_nodes > 0;
+      rows_in_block(R, &s->body, s->loop == ILIR_LOOP_NODES ? s : loop, !in_tile);
+    }
+  }
+}
+
+/* E->row_loop for the kernel (all NULL off the CPU). */
+static void find_node_rows(CgEmit *E) {
+  int n = E->k->nbufs;
+  E->row_loop = calloc((size_t)n + 1, sizeof *E->row_loop);
+  E->row_at = calloc((size_t)n + 1, sizeof *E->row_at);
+  bool *other = calloc((size_t)n + 1, sizeof *other);
+  if (!E->row_loop || !E->row_at || !other) ctx_oom();
+  if (E->tgt->kind == CG_TARGET_CPU) {
+    NodeRows R = {E->k, E->row_loop, other};
+    rows_in_block(&R, &E->k->body, NULL, true);
+  }
+  for (int b = 0; b < n; b++)
+    if (other[b] || E->k->bufs[b].size > NODE_ROW_MAX) E->row_loop[b] = NULL;
+  free(other);
+}
+
+LLVMValueRef cg_buf_at(CgEmit *E, int buf, LLVMValueRef idx, LLVMTypeRef elem) {
+  if (E->row_at && E->row_at[buf]) { /* idx - (n - levels[l]) * size: in [0, size) */
+    LLVMValueRef size = cg_const_i64(E, E->k->bufs[buf].size);
+    LLVMValueRef row = LLVMBuildMul(E->b, E->row_node, size, "");
+    idx = LLVMBuildSub(E->b, idx, row, "");
+    return LLVMBuildInBoundsGEP2(E->b, elem, E->row_at[buf], &idx, 1, "");
+  }
+  return LLVMBuildInBoundsGEP2(E->b, elem, E->bufs[buf], &idx, 1, "");
+}
+
+LLVMValueRef cg_entry_buffer(CgEmit *E, long floats, const char *name) {
+  LLVMBuilderRef at = LLVMCreateBuilderInContext(E->ctx);
+  LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(E->fn);
+  LLVMValueRef first = LLVMGetFirstInstruction(entry);
+  if (first) LLVMPositionBuilderBefore(at, first);
+  else LLVMPositionBuilderAtEnd(at, entry);
+  LLVMValueRef buf = LLVMBuildAlloca(at, LLVMArrayType2(E->f32, (uint64_t)floats), name);
+  LLVMSetAlignment(buf, 64);
+  LLVMDisposeBuilder(at);
+  return buf;
+}
+
+/* The node rows of the nodes loop [s] at node [n] (true), or none (false). */
+static bool open_node_rows(CgEmit *E, const IlirStmt *s, LLVMValueRef n) {
+  bool any = false;
+  for (int b = 0; b < E->k->nbufs && E->level; b++)
+    if (E->row_loop[b] == s) {
+      if (!any) E->row_node = LLVMBuildSub(E->b, n, level_start(E, E->level), "row");
+      E->row_at[b] = cg_entry_buffer(E, E->k->bufs[b].size, E->k->bufs[b].name);
+      any = true;
+    }
+  return any;
+}
+
+static void close_node_rows(CgEmit *E, const IlirStmt *s) {
+  for (int b = 0; b < E->k->nbufs; b++)
+    if (E->row_loop[b] == s) E->row_at[b] = NULL;
+  E->row_node = NULL;
+}
+
 static void emit_tiled_outlined(CgEmit *E, const IlirStmt *s);
 
 static void emit_loop(CgEmit *E, const IlirStmt *s) {
@@ -570,10 +689,12 @@ static void emit_loop(CgEmit *E, const IlirStmt *s) {
     E->level = L.iv, E->level_body = &s->body, E->synced_after = NULL;
   if (cg_bind_var(E, s->var, L.iv)) {
     if (s->loop == ILIR_LOOP_NODES && E->tgt->kind == CG_TARGET_CPU) {
+      bool rows = open_node_rows(E, s, L.iv);
       for (int i = 0; i < s->body.n && !E->failed; i++) { /* the next node's rows in parts */
         cg_prefetch_next_rows(E, s, L.iv, i);
         cg_emit_block(E, &(IlirBlock){&s->body.stmts[i], 1});
       }
+      if (rows) close_node_rows(E, s);
     } else {
       cg_emit_block(E, &s->body);
     }
@@ -901,6 +1022,7 @@ static bool emit_module(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel 
   E.vars = calloc((size_t)k->nvars + 1, sizeof *E.vars);
   if (!E.vars) ctx_oom();
   bind_params(&E, body_function(&E));
+  find_node_rows(&E);
   LLVMPositionBuilderAtEnd(E.b, cg_new_block(&E, "entry"));
   cg_emit_block(&E, &k->body);
   LLVMBuildRetVoid(E.b);
@@ -909,6 +1031,8 @@ static bool emit_module(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel 
   LLVMDisposeBuilder(E.b);
   free(E.bufs);
   free(E.vars);
+  free(E.row_loop);
+  free(E.row_at);
   if (E.failed) return false;
   char *msg = NULL;
   if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {

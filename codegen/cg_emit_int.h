@@ -35,6 +35,12 @@ typedef struct {
   const CgProfile *prof;    /* NULL: no instrumentation (codegen.h, "profiling") */
   LLVMValueRef prof_counters;
   int tiles; /* the tiles outlined so far (emit_tiled_outlined) */
+  /* Node rows (cg_emit.c, cg_node_rows): [k->nbufs] the one untiled nodes
+   * loop that reads and writes each level scratch buffer, or NULL; while that
+   * loop runs, the buffer's row on this thread's stack, and n - levels[l]. */
+  const IlirStmt **row_loop;
+  LLVMValueRef *row_at;
+  LLVMValueRef row_node;
   bool failed;
 } CgEmit;
 
@@ -73,6 +79,12 @@ LLVMValueRef cg_emit_expr(CgEmit *E, const IlirExpr *e);
  * chosen once (cg_emit.c). */
 LLVMValueRef cg_view_ptr(CgEmit *E, const IlirExpr *e);
 void cg_emit_store(CgEmit *E, const IlirStmt *s);
+/* The address of element [idx] (i64) of buffer [buf], of [elem]s: in its
+ * node row on the stack while its loop runs (cg_node_rows). */
+LLVMValueRef cg_buf_at(CgEmit *E, int buf, LLVMValueRef idx, LLVMTypeRef elem);
+/* A stack buffer of [floats] floats, 64-byte aligned, made at the entry of
+ * the function being emitted. */
+LLVMValueRef cg_entry_buffer(CgEmit *E, long floats, const char *name);
 void cg_emit_block(CgEmit *E, const IlirBlock *blk);
 /* sum(coefs[i] * atoms[i]) + konst over the atoms [use] says, as an i64
  * (the terms of ilir_linear). */

@@ -61,8 +61,7 @@ static const IlirExpr *row_dot_form(const CgEmit *E, const IlirStmt *s, int vl) 
 /* A pointer to the element the load or view [e] reads (its variables bound). */
 static LLVMValueRef element_ptr(CgEmit *E, const IlirExpr *e) {
   if (ilir_is_view(e)) return cg_view_ptr(E, e);
-  LLVMValueRef idx = cg_emit_expr(E, e->a);
-  return LLVMBuildInBoundsGEP2(E->b, E->f32, E->bufs[e->buf], &idx, 1, "");
+  return cg_buf_at(E, e->buf, cg_emit_expr(E, e->a), E->f32);
 }
 
 static LLVMValueRef load_vec(CgEmit *E, LLVMTypeRef vt, LLVMValueRef at) {
@@ -133,8 +132,7 @@ bool cg_emit_row_dots(CgEmit *E, const IlirStmt *s) {
   }
   LLVMValueRef sums = fold_rows(E, acc, vl);
   if (!cg_bind_var(E, s->var, Li.iv)) return true;
-  LLVMValueRef idx = cg_emit_expr(E, st->index);
-  LLVMValueRef at = LLVMBuildInBoundsGEP2(E->b, E->f32, E->bufs[st->buf], &idx, 1, "");
+  LLVMValueRef at = cg_buf_at(E, st->buf, cg_emit_expr(E, st->index), E->f32);
   LLVMSetAlignment(LLVMBuildStore(E->b, sums, at), 4);
   cg_loop_close_by(E, &Li, vl);
   if (!E->failed) E->vars[s->var->id] = NULL;

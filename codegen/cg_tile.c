@@ -316,19 +316,6 @@ static void tile_stream_sum(CgEmit *E, const CgTile *T, int g, LLVMValueRef n0, 
   }
 }
 
-/* A stack buffer of [floats] floats, made at the function's entry. */
-static LLVMValueRef entry_buffer(CgEmit *E, long floats, const char *name) {
-  LLVMBuilderRef at = LLVMCreateBuilderInContext(E->ctx);
-  LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(E->fn);
-  LLVMValueRef first = LLVMGetFirstInstruction(entry);
-  if (first) LLVMPositionBuilderBefore(at, first);
-  else LLVMPositionBuilderAtEnd(at, entry);
-  LLVMValueRef buf = LLVMBuildAlloca(at, LLVMArrayType2(E->f32, (uint64_t)floats), name);
-  LLVMSetAlignment(buf, 64);
-  LLVMDisposeBuilder(at);
-  return buf;
-}
-
 /* How many of the K parts of the r range a tile of na accumulators sums at
  * once: the most (a divisor of K) whose accumulators, a row of weights and x
  * fit the registers. */
@@ -353,7 +340,8 @@ static void emit_tile(CgEmit *E, CgTile *T, LLVMValueRef n0, int nb, LLVMValueRe
                       int vl) {
   LLVMValueRef acc[MAX_ACC], sum[MAX_ACC];
   int na = T->nprod * nb * iv, P = parts_at_once(E, T->split, na, iv), passes = T->split / P;
-  if (passes > 1 && !T->partial) T->partial = entry_buffer(E, (long)MAX_ACC * vl, "partial");
+  if (passes > 1 && !T->partial)
+    T->partial = cg_entry_buffer(E, (long)MAX_ACC * vl, "partial");
   LLVMTypeRef vt = vec_type(E, vl);
   for (int pass = 0; pass < passes && !E->failed; pass++) {
     for (int a = 0; a < P * na; a++) acc[a] = LLVMConstNull(vt);
@@ -618,7 +606,7 @@ static void pack_blocks(CgEmit *E, CgTile *T, LLVMValueRef i0, long width, int v
     const CgStreamTerms *S = &T->stream[g];
     if (!needs_copy(E, T, g, width)) continue;
     long R = S->red[0]->hi->ival;
-    if (!T->copy[g]) T->copy[g] = entry_buffer(E, R * width, "copy");
+    if (!T->copy[g]) T->copy[g] = cg_entry_buffer(E, R * width, "copy");
     CgStream none = {NULL, NULL, NULL};
     CgLoop L;
     cg_loop_open(E, &L, cg_const_i64(E, 0), cg_const_i64(E, R), "r.copy");
