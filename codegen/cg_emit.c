@@ -555,12 +555,13 @@ bool cg_follows(const CgEmit *E, const IlirStmt *prev, const IlirStmt *s) {
  * against 0.094 (profiles, Intel host of 2026-12-07), the kernel 0.979x the
  * time (11 alternating rounds, 0.95-1.02); B = 1 0.991x, balanced trees
  * 0.992x, H = 512 0.983x; seqlstm (its c) 1.00x. The ILIR and the runtime's
- * buffer stay as they were (its rows simply go unused); a row of more than
- * NODE_ROW_MAX floats stays in the buffer, off the stack. A register tile
- * inside the loop (mvrnn's P without leaf specialization) addresses its
- * buffers itself (cg_tile.c): a buffer it touches is not taken. CPU only:
- * a GPU's threads have no such stack. */
-enum { NODE_ROW_MAX = 16384 };
+ * buffer stay as they were (its rows simply go unused). The rows of a
+ * kernel take at most NODE_ROWS_MAX floats (64 KiB) of a thread's stack (a
+ * built library's kernel runs on its caller's thread too); buffers past that
+ * keep their rows. A register tile inside the loop (mvrnn's P without leaf
+ * specialization) addresses its buffers itself (cg_tile.c): a buffer it
+ * touches is not taken. CPU only: a GPU's threads have no such stack. */
+enum { NODE_ROWS_MAX = 16384 };
 
 typedef struct {
   const IlirKernel *k;
@@ -617,8 +618,11 @@ static void find_node_rows(CgEmit *E) {
     NodeRows R = {E->k, E->row_loop, other};
     rows_in_block(&R, &E->k->body, NULL, true);
   }
-  for (int b = 0; b < n; b++)
-    if (other[b] || E->k->bufs[b].size > NODE_ROW_MAX) E->row_loop[b] = NULL;
+  long floats = 0; /* all the kernel's node rows, on every thread's stack */
+  for (int b = 0; b < n; b++) {
+    if (other[b] || floats + E->k->bufs[b].size > NODE_ROWS_MAX) E->row_loop[b] = NULL;
+    if (E->row_loop[b]) floats += E->k->bufs[b].size;
+  }
   free(other);
 }
 
