@@ -626,7 +626,113 @@ static void find_node_rows(CgEmit *E) {
   free(other);
 }
 
+/* ---- tile rows -------------------------------------------------------------- */
+
+/* A level scratch buffer that one register tile's products store and its
+ * epilogues read (and write), each at the output it computes, lives only
+ * while the tile runs: treelstm's U_iou (h0 + h1) before its bias
+ * (cell.mm1), U_f h0, U_f h1 and their sigmoids (cell.mm2, cell.mm3, f0, f1).
+ * The tile keeps it in a block of its rows x outputs on the stack, in L1,
+ * instead of rows for the whole level (cg_tile.c). */
+typedef struct {
+  const IlirKernel *k;
+  const IlirStmt **owner; /* [nbufs]: the tile, while every access seen is in it */
+  bool *other;            /* [nbufs]: an access elsewhere, or at another column */
+} TileRows;
+
+/* Is [index] (n - levels[l]) * size + [out], n the tile's node? */
+static bool at_own_output(const IlirKernel *k, IlirExpr *index, const IlirVar *n,
+                          const IlirVar *out, long size) {
+  IlirExpr *atoms[4];
+  long coefs[4], konst;
+  int m = ilir_linear(index, atoms, coefs, 4, &konst);
+  if (m != 3 || konst) return false;
+  int seen = 0;
+  for (int i = 0; i < m; i++) {
+    const IlirExpr *a = atoms[i];
+    if (a->kind == ILIR_VAR && a->var == n && coefs[i] == size) seen |= 1;
+    else if (a->kind == ILIR_VAR && a->var == out && coefs[i] == 1) seen |= 2;
+    else if (a->kind == ILIR_LOAD && a->buf == k->levels_buf && coefs[i] == -size) seen |= 4;
+  }
+  return seen == 7;
+}
+
+/* An access of [buf] at [index]: in [tile] (NULL: in none), in its output
+ * loop over [out] (NULL: elsewhere in it). */
+static void tile_access(TileRows *R, int buf, IlirExpr *index, const IlirStmt *tile,
+                        const IlirVar *out) {
+  if (buf < 0 || buf >= R->k->nbufs || R->k->bufs[buf].kind != ILIR_BUF_LEVEL_SCRATCH)
+    return;
+  if (!tile || !out || !at_own_output(R->k, index, tile->var, out, R->k->bufs[buf].size) ||
+      (R->owner[buf] && R->owner[buf] != tile))
+    R->other[buf] = true;
+  else
+    R->owner[buf] = tile;
+}
+
+static void tile_rows_in_expr(TileRows *R, IlirExpr *e, const IlirStmt *tile,
+                              const IlirVar *out) {
+  if (!e) return;
+  if (ilir_is_view(e)) tile = NULL; /* read through a row pointer of its own */
+  if (e->kind == ILIR_LOAD) tile_access(R, e->buf, e->a, tile, out);
+  tile_rows_in_expr(R, e->a, tile, out), tile_rows_in_expr(R, e->b, tile, out);
+  tile_rows_in_expr(R, e->c, tile, out), tile_rows_in_expr(R, e->lo, tile, out);
+  tile_rows_in_expr(R, e->hi, tile, out);
+}
+
+/* [tile]: the level's register tile around [b] (NULL: none); [out]: the
+ * variable of its output loop [b] is the body of (NULL: not such a body). */
+static void tile_rows_in_block(TileRows *R, const IlirBlock *b, const IlirStmt *tile,
+                               const IlirVar *out) {
+  for (int i = 0; i < b->n; i++) {
+    IlirStmt *s = b->stmts[i];
+    if (s->kind == ILIR_STORE) {
+      tile_access(R, s->buf, s->index, tile, out);
+      tile_rows_in_expr(R, s->index, tile, out), tile_rows_in_expr(R, s->value, tile, out);
+    } else if (s->kind == ILIR_IF) {
+      tile_rows_in_expr(R, s->cond, tile, NULL);
+      tile_rows_in_block(R, &s->then, tile, NULL), tile_rows_in_block(R, &s->els, tile, NULL);
+    } else if (s->loop == ILIR_LOOP_NODES && s->tile_nodes > 0) {
+      for (int j = 0; j < s->body.n; j++) { /* the output loops: products, epilogues */
+        const IlirStmt *o = s->body.stmts[j];
+        if (o->kind == ILIR_LOOP) tile_rows_in_block(R, &o->body, s, o->var);
+        else tile_rows_in_block(R, &(IlirBlock){&s->body.stmts[j], 1}, s, NULL);
+      }
+    } else {
+      tile_rows_in_expr(R, s->lo, tile, NULL), tile_rows_in_expr(R, s->hi, tile, NULL);
+      /* a node's matrix tile (mvrnn's P) is not a level's */
+      tile_rows_in_block(R, &s->body, s->tile_nodes > 0 ? NULL : tile, NULL);
+    }
+  }
+}
+
+/* E->tile_loop for the kernel (all NULL off the CPU). */
+static void find_tile_rows(CgEmit *E) {
+  int n = E->k->nbufs;
+  E->tile_loop = calloc((size_t)n + 1, sizeof *E->tile_loop);
+  E->tile_on = calloc((size_t)n + 1, sizeof *E->tile_on);
+  bool *other = calloc((size_t)n + 1, sizeof *other);
+  if (!E->tile_loop || !E->tile_on || !other) ctx_oom();
+  if (E->tgt->kind == CG_TARGET_CPU) {
+    TileRows R = {E->k, E->tile_loop, other};
+    tile_rows_in_block(&R, &E->k->body, NULL, NULL);
+  }
+  for (int b = 0; b < n; b++)
+    if (other[b]) E->tile_loop[b] = NULL;
+  free(other);
+}
+
 LLVMValueRef cg_buf_at(CgEmit *E, int buf, LLVMValueRef idx, LLVMTypeRef elem) {
+  if (E->tile_on && E->tile_on[buf]) { /* (n - n0) * w + (idx - (n - levels[l]) * size - i0) */
+    LLVMValueRef n = E->vars[E->tile_node->id];
+    LLVMValueRef row = LLVMBuildSub(E->b, n, level_start(E, E->level), "");
+    row = LLVMBuildMul(E->b, row, cg_const_i64(E, E->k->bufs[buf].size), "");
+    LLVMValueRef at = LLVMBuildSub(E->b, LLVMBuildSub(E->b, idx, row, ""), E->tile_i0, "");
+    LLVMValueRef r = LLVMBuildMul(E->b, LLVMBuildSub(E->b, n, E->tile_n0, ""),
+                                  cg_const_i64(E, E->tile_w), "");
+    at = LLVMBuildAdd(E->b, r, at, "");
+    return LLVMBuildInBoundsGEP2(E->b, elem, E->bufs[buf], &at, 1, "");
+  }
   if (E->row_at && E->row_at[buf]) { /* idx - (n - levels[l]) * size: in [0, size) */
     LLVMValueRef size = cg_const_i64(E, E->k->bufs[buf].size);
     LLVMValueRef row = LLVMBuildMul(E->b, E->row_node, size, "");
@@ -1027,6 +1133,7 @@ static bool emit_module(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel 
   if (!E.vars) ctx_oom();
   bind_params(&E, body_function(&E));
   find_node_rows(&E);
+  find_tile_rows(&E);
   LLVMPositionBuilderAtEnd(E.b, cg_new_block(&E, "entry"));
   cg_emit_block(&E, &k->body);
   LLVMBuildRetVoid(E.b);
@@ -1037,6 +1144,8 @@ static bool emit_module(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel 
   free(E.vars);
   free(E.row_loop);
   free(E.row_at);
+  free(E.tile_loop);
+  free(E.tile_on);
   if (E.failed) return false;
   char *msg = NULL;
   if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {

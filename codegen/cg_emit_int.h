@@ -41,6 +41,17 @@ typedef struct {
   const IlirStmt **row_loop;
   LLVMValueRef *row_at;
   LLVMValueRef row_node;
+  /* Tile rows (cg_tile.c, cg_emit.c): [k->nbufs] the register tile (a
+   * level's nodes loop) whose products and epilogues alone write and read
+   * each level scratch buffer, each at its own output, or NULL. While that
+   * tile runs, tile_on[b] says the buffer lives in a block of rows x tile_w
+   * floats on the stack (E->bufs[b]), for the tile of rows from tile_n0 and
+   * outputs from tile_i0 of the tile's node variable tile_node. */
+  const IlirStmt **tile_loop;
+  bool *tile_on;
+  const IlirVar *tile_node;
+  LLVMValueRef tile_n0, tile_i0;
+  long tile_w;
   bool failed;
 } CgEmit;
 
