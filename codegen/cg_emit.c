@@ -652,7 +652,8 @@ static bool at_own_output(const IlirKernel *k, IlirExpr *index, const IlirVar *n
     const IlirExpr *a = atoms[i];
     if (a->kind == ILIR_VAR && a->var == n && coefs[i] == size) seen |= 1;
     else if (a->kind == ILIR_VAR && a->var == out && coefs[i] == 1) seen |= 2;
-    else if (a->kind == ILIR_LOAD && a->buf == k->levels_buf && coefs[i] == -size) seen |= 4;
+    else if (a->kind == ILIR_LOAD && a->buf == k->levels_buf && coefs[i] == -size)
+      seen |= 4;
   }
   return seen == 7;
 }
@@ -663,7 +664,8 @@ static void tile_access(TileRows *R, int buf, IlirExpr *index, const IlirStmt *t
                         const IlirVar *out) {
   if (buf < 0 || buf >= R->k->nbufs || R->k->bufs[buf].kind != ILIR_BUF_LEVEL_SCRATCH)
     return;
-  if (!tile || !out || !at_own_output(R->k, index, tile->var, out, R->k->bufs[buf].size) ||
+  long size = R->k->bufs[buf].size;
+  if (!tile || !out || !at_own_output(R->k, index, tile->var, out, size) ||
       (R->owner[buf] && R->owner[buf] != tile))
     R->other[buf] = true;
   else
@@ -688,10 +690,12 @@ static void tile_rows_in_block(TileRows *R, const IlirBlock *b, const IlirStmt *
     IlirStmt *s = b->stmts[i];
     if (s->kind == ILIR_STORE) {
       tile_access(R, s->buf, s->index, tile, out);
-      tile_rows_in_expr(R, s->index, tile, out), tile_rows_in_expr(R, s->value, tile, out);
+      tile_rows_in_expr(R, s->index, tile, out);
+      tile_rows_in_expr(R, s->value, tile, out);
     } else if (s->kind == ILIR_IF) {
       tile_rows_in_expr(R, s->cond, tile, NULL);
-      tile_rows_in_block(R, &s->then, tile, NULL), tile_rows_in_block(R, &s->els, tile, NULL);
+      tile_rows_in_block(R, &s->then, tile, NULL);
+      tile_rows_in_block(R, &s->els, tile, NULL);
     } else if (s->loop == ILIR_LOOP_NODES && s->tile_nodes > 0) {
       for (int j = 0; j < s->body.n; j++) { /* the output loops: products, epilogues */
         const IlirStmt *o = s->body.stmts[j];
@@ -723,11 +727,12 @@ static void find_tile_rows(CgEmit *E) {
 }
 
 LLVMValueRef cg_buf_at(CgEmit *E, int buf, LLVMValueRef idx, LLVMTypeRef elem) {
-  if (E->tile_on && E->tile_on[buf]) { /* (n - n0) * w + (idx - (n - levels[l]) * size - i0) */
+  if (E->tile_on && E->tile_on[buf]) { /* (n - n0) w + idx - (n - levels[l]) size - i0 */
     LLVMValueRef n = E->vars[E->tile_node->id];
     LLVMValueRef row = LLVMBuildSub(E->b, n, level_start(E, E->level), "");
     row = LLVMBuildMul(E->b, row, cg_const_i64(E, E->k->bufs[buf].size), "");
-    LLVMValueRef at = LLVMBuildSub(E->b, LLVMBuildSub(E->b, idx, row, ""), E->tile_i0, "");
+    LLVMValueRef at = LLVMBuildSub(E->b, idx, row, "");
+    at = LLVMBuildSub(E->b, at, E->tile_i0, "");
     LLVMValueRef r = LLVMBuildMul(E->b, LLVMBuildSub(E->b, n, E->tile_n0, ""),
                                   cg_const_i64(E, E->tile_w), "");
     at = LLVMBuildAdd(E->b, r, at, "");
