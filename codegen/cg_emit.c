@@ -607,25 +607,6 @@ static void rows_in_block(NodeRows *R, const IlirBlock *b, const IlirStmt *loop,
   }
 }
 
-/* E->row_loop for the kernel (all NULL off the CPU). */
-static void find_node_rows(CgEmit *E) {
-  int n = E->k->nbufs;
-  E->row_loop = calloc((size_t)n + 1, sizeof *E->row_loop);
-  E->row_at = calloc((size_t)n + 1, sizeof *E->row_at);
-  bool *other = calloc((size_t)n + 1, sizeof *other);
-  if (!E->row_loop || !E->row_at || !other) ctx_oom();
-  if (E->tgt->kind == CG_TARGET_CPU) {
-    NodeRows R = {E->k, E->row_loop, other};
-    rows_in_block(&R, &E->k->body, NULL, true);
-  }
-  long floats = 0; /* all the kernel's node rows, on every thread's stack */
-  for (int b = 0; b < n; b++) {
-    if (other[b] || floats + E->k->bufs[b].size > NODE_ROWS_MAX) E->row_loop[b] = NULL;
-    if (E->row_loop[b]) floats += E->k->bufs[b].size;
-  }
-  free(other);
-}
-
 /* ---- tile rows -------------------------------------------------------------- */
 
 /* A level scratch buffer that one register tile's products store and its
@@ -710,19 +691,28 @@ static void tile_rows_in_block(TileRows *R, const IlirBlock *b, const IlirStmt *
   }
 }
 
-/* E->tile_loop for the kernel (all NULL off the CPU). */
-static void find_tile_rows(CgEmit *E) {
-  int n = E->k->nbufs;
-  E->tile_loop = calloc((size_t)n + 1, sizeof *E->tile_loop);
-  E->tile_on = calloc((size_t)n + 1, sizeof *E->tile_on);
-  bool *other = calloc((size_t)n + 1, sizeof *other);
-  if (!E->tile_loop || !E->tile_on || !other) ctx_oom();
+/* E->row_loop and E->tile_loop for the kernel (all NULL off the CPU): the
+ * buffers it keeps on the stack. */
+static void find_stack_rows(CgEmit *E) {
+  size_t n = (size_t)E->k->nbufs + 1;
+  E->row_loop = calloc(n, sizeof *E->row_loop);
+  E->row_at = calloc(n, sizeof *E->row_at);
+  E->tile_loop = calloc(n, sizeof *E->tile_loop);
+  E->tile_on = calloc(n, sizeof *E->tile_on);
+  bool *other = calloc(2 * n, sizeof *other); /* node rows', then tile rows' */
+  if (!E->row_loop || !E->row_at || !E->tile_loop || !E->tile_on || !other) ctx_oom();
   if (E->tgt->kind == CG_TARGET_CPU) {
-    TileRows R = {E->k, E->tile_loop, other};
-    tile_rows_in_block(&R, &E->k->body, NULL, NULL);
+    NodeRows N = {E->k, E->row_loop, other};
+    TileRows T = {E->k, E->tile_loop, other + n};
+    rows_in_block(&N, &E->k->body, NULL, true);
+    tile_rows_in_block(&T, &E->k->body, NULL, NULL);
   }
-  for (int b = 0; b < n; b++)
-    if (other[b]) E->tile_loop[b] = NULL;
+  long floats = 0; /* all the kernel's node rows, on every thread's stack */
+  for (int b = 0; b < E->k->nbufs; b++) {
+    if (other[b] || floats + E->k->bufs[b].size > NODE_ROWS_MAX) E->row_loop[b] = NULL;
+    if (E->row_loop[b]) floats += E->k->bufs[b].size;
+    if (other[n + (size_t)b]) E->tile_loop[b] = NULL;
+  }
   free(other);
 }
 
@@ -1137,8 +1127,7 @@ static bool emit_module(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel 
   E.vars = calloc((size_t)k->nvars + 1, sizeof *E.vars);
   if (!E.vars) ctx_oom();
   bind_params(&E, body_function(&E));
-  find_node_rows(&E);
-  find_tile_rows(&E);
+  find_stack_rows(&E);
   LLVMPositionBuilderAtEnd(E.b, cg_new_block(&E, "entry"));
   cg_emit_block(&E, &k->body);
   LLVMBuildRetVoid(E.b);
