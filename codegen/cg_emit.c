@@ -542,84 +542,52 @@ bool cg_follows(const CgEmit *E, const IlirStmt *prev, const IlirStmt *s) {
   return false;
 }
 
-/* ---- node rows ------------------------------------------------------------ */
+/* ---- stack rows ------------------------------------------------------------ */
 
-/* A level scratch buffer that one untiled nodes loop alone writes and reads
- * holds values that live for one iteration: node n's row is written and read
- * while n is computed (dense-scratch's rows, sched_apply.c). Its rows for the
- * whole level are then no use; one row on the stack of each thread serves,
- * and stays in L1 from one node to the next. treelstm's leaves put Emb's row
- * plus the bias in such a buffer before the gates read it: the 149 leaves of
- * an SST batch of 10 wrote 458 KiB at H = 256, beside the 1 MiB of weights
- * the L2 holds. With the row on the stack the leaf level took 0.073 ms
- * against 0.094 (profiles, Intel host of 2026-12-07), the kernel 0.979x the
- * time (11 alternating rounds, 0.95-1.02); B = 1 0.991x, balanced trees
- * 0.992x, H = 512 0.983x; seqlstm (its c) 1.00x. The ILIR and the runtime's
- * buffer stay as they were (its rows simply go unused). The rows of a
- * kernel take at most NODE_ROWS_MAX floats (64 KiB) of a thread's stack (a
- * built library's kernel runs on its caller's thread too); buffers past that
- * keep their rows. A register tile inside the loop (mvrnn's P without leaf
- * specialization) addresses its buffers itself (cg_tile.c): a buffer it
- * touches is not taken. CPU only: a GPU's threads have no such stack. */
+/* Node rows. A level scratch buffer that one untiled nodes loop alone writes
+ * and reads holds values that live for one iteration: node n's row is
+ * written and read while n is computed (dense-scratch's rows,
+ * sched_apply.c). Its rows for the whole level are then no use; one row on
+ * the stack of each thread serves, and stays in L1 from one node to the
+ * next. treelstm's leaves put Emb's row plus the bias in such a buffer before
+ * the gates read it: the 149 leaves of an SST batch of 10 wrote 458 KiB at H
+ * = 256, beside the 1 MiB of weights the L2 holds. With the row on the stack
+ * the leaf level took 0.073 ms against 0.094 (profiles, Intel host of
+ * 2026-12-07), the kernel 0.979x the time (11 alternating rounds,
+ * 0.95-1.02); B = 1 0.991x, balanced trees 0.992x, H = 512 0.983x; seqlstm
+ * (its c) 1.00x. The rows of a kernel take at most NODE_ROWS_MAX floats (64
+ * KiB) of a thread's stack (a built library's kernel runs on its caller's
+ * thread too); buffers past that keep their rows. A register tile inside
+ * the loop (mvrnn's P without leaf specialization) addresses its buffers
+ * itself (cg_tile.c): a buffer it touches is not taken.
+ *
+ * Tile rows. A level scratch buffer that one register tile's products store
+ * and its epilogues read (and write), each at the output it computes, lives
+ * only while the tile runs: treelstm's U_iou (h0 + h1) before its bias
+ * (cell.mm1), U_f h0, U_f h1 and their sigmoids (cell.mm2, cell.mm3, f0,
+ * f1). The tile keeps it in a block of its rows x outputs on the stack, in
+ * L1, instead of rows for the whole level (cg_tile.c, cg_emit_tiled).
+ *
+ * The ILIR and the runtime's buffers stay as they were (their rows simply
+ * go unused). CPU only: a GPU's threads have no such stack. */
 enum { NODE_ROWS_MAX = 16384 };
 
 typedef struct {
   const IlirKernel *k;
-  const IlirStmt **owner; /* [nbufs]: the loop, while all seen accesses are in it */
-  bool *other;            /* [nbufs]: an access elsewhere was seen */
-} NodeRows;
+  const IlirStmt **owner[2]; /* [nbufs]: node rows' loop, tile rows' tile, while
+                                every access seen is in it */
+  bool *other[2];            /* [nbufs]: an access elsewhere was seen */
+} StackRows;
 
-static void row_access(NodeRows *R, int buf, const IlirStmt *loop, bool ok) {
-  if (buf < 0 || buf >= R->k->nbufs || R->k->bufs[buf].kind != ILIR_BUF_LEVEL_SCRATCH)
-    return;
-  if (!ok || !loop || (R->owner[buf] && R->owner[buf] != loop)) R->other[buf] = true;
-  else R->owner[buf] = loop;
-}
-
-static void rows_in_expr(NodeRows *R, const IlirExpr *e, const IlirStmt *loop, bool ok) {
-  if (!e) return;
-  if (ilir_is_view(e)) ok = false; /* read through a row pointer of its own */
-  if (e->kind == ILIR_LOAD) row_access(R, e->buf, loop, ok);
-  rows_in_expr(R, e->a, loop, ok), rows_in_expr(R, e->b, loop, ok);
-  rows_in_expr(R, e->c, loop, ok), rows_in_expr(R, e->lo, loop, ok);
-  rows_in_expr(R, e->hi, loop, ok);
-}
-
-/* [loop]: the innermost nodes loop around [b] (NULL: none); [ok]: not in a
- * register tile. */
-static void rows_in_block(NodeRows *R, const IlirBlock *b, const IlirStmt *loop,
-                          bool ok) {
-  for (int i = 0; i < b->n; i++) {
-    const IlirStmt *s = b->stmts[i];
-    if (s->kind == ILIR_STORE) {
-      row_access(R, s->buf, loop, ok);
-      rows_in_expr(R, s->index, loop, ok), rows_in_expr(R, s->value, loop, ok);
-    } else if (s->kind == ILIR_IF) {
-      rows_in_expr(R, s->cond, loop, ok);
-      rows_in_block(R, &s->then, loop, ok), rows_in_block(R, &s->els, loop, ok);
-    } else {
-      rows_in_expr(R, s->lo, loop, ok), rows_in_expr(R, s->hi, loop, ok);
-      /* a register tile (of a level's nodes, or of a node's matrix: mvrnn's
-       * P) addresses its buffers itself (cg_tile.c) */
-      bool in_tile = !ok || s->tile_nodes > 0;
-      rows_in_block(R, &s->body, s->loop == ILIR_LOOP_NODES ? s : loop, !in_tile);
-    }
-  }
-}
-
-/* ---- tile rows -------------------------------------------------------------- */
-
-/* A level scratch buffer that one register tile's products store and its
- * epilogues read (and write), each at the output it computes, lives only
- * while the tile runs: treelstm's U_iou (h0 + h1) before its bias
- * (cell.mm1), U_f h0, U_f h1 and their sigmoids (cell.mm2, cell.mm3, f0, f1).
- * The tile keeps it in a block of its rows x outputs on the stack, in L1,
- * instead of rows for the whole level (cg_tile.c). */
+/* Where an access stands: the innermost nodes loop (NULL: none) and whether
+ * it is untiled; the level's register tile (NULL: none) and the variable of
+ * the output loop of it the access is the body of (NULL: elsewhere). */
 typedef struct {
-  const IlirKernel *k;
-  const IlirStmt **owner; /* [nbufs]: the tile, while every access seen is in it */
-  bool *other;            /* [nbufs]: an access elsewhere, or at another column */
-} TileRows;
+  const IlirStmt *loop;
+  bool untiled;
+  const IlirStmt *tile;
+  const IlirVar *out;
+} Where;
 
 /* Is [index] (n - levels[l]) * size + [out], n the tile's node? */
 static bool at_own_output(const IlirKernel *k, IlirExpr *index, const IlirVar *n,
@@ -639,100 +607,93 @@ static bool at_own_output(const IlirKernel *k, IlirExpr *index, const IlirVar *n
   return seen == 7;
 }
 
-/* An access of [buf] at [index]: in [tile] (NULL: in none), in its output
- * loop over [out] (NULL: elsewhere in it). */
-static void tile_access(TileRows *R, int buf, IlirExpr *index, const IlirStmt *tile,
-                        const IlirVar *out) {
+static void claim(StackRows *R, int kind, int buf, const IlirStmt *by) {
+  const IlirStmt **owner = &R->owner[kind][buf];
+  if (!by || (*owner && *owner != by)) R->other[kind][buf] = true;
+  else *owner = by;
+}
+
+/* An access of [buf] at [index] from [w]. */
+static void stack_access(StackRows *R, int buf, IlirExpr *index, Where w) {
   if (buf < 0 || buf >= R->k->nbufs || R->k->bufs[buf].kind != ILIR_BUF_LEVEL_SCRATCH)
     return;
-  long size = R->k->bufs[buf].size;
-  if (!tile || !out || !at_own_output(R->k, index, tile->var, out, size) ||
-      (R->owner[buf] && R->owner[buf] != tile))
-    R->other[buf] = true;
-  else
-    R->owner[buf] = tile;
+  bool own = w.tile && w.out &&
+             at_own_output(R->k, index, w.tile->var, w.out, R->k->bufs[buf].size);
+  claim(R, 0, buf, w.untiled ? w.loop : NULL);
+  claim(R, 1, buf, own ? w.tile : NULL);
 }
 
-static void tile_rows_in_expr(TileRows *R, IlirExpr *e, const IlirStmt *tile,
-                              const IlirVar *out) {
+static void stack_rows_in_expr(StackRows *R, IlirExpr *e, Where w) {
   if (!e) return;
-  if (ilir_is_view(e)) tile = NULL; /* read through a row pointer of its own */
-  if (e->kind == ILIR_LOAD) tile_access(R, e->buf, e->a, tile, out);
-  tile_rows_in_expr(R, e->a, tile, out), tile_rows_in_expr(R, e->b, tile, out);
-  tile_rows_in_expr(R, e->c, tile, out), tile_rows_in_expr(R, e->lo, tile, out);
-  tile_rows_in_expr(R, e->hi, tile, out);
+  if (ilir_is_view(e)) w.untiled = false, w.tile = NULL; /* a row pointer of its own */
+  if (e->kind == ILIR_LOAD) stack_access(R, e->buf, e->a, w);
+  stack_rows_in_expr(R, e->a, w), stack_rows_in_expr(R, e->b, w);
+  stack_rows_in_expr(R, e->c, w), stack_rows_in_expr(R, e->lo, w);
+  stack_rows_in_expr(R, e->hi, w);
 }
 
-/* [tile]: the level's register tile around [b] (NULL: none); [out]: the
- * variable of its output loop [b] is the body of (NULL: not such a body). */
-static void tile_rows_in_block(TileRows *R, const IlirBlock *b, const IlirStmt *tile,
-                               const IlirVar *out) {
+static void stack_rows_in_block(StackRows *R, const IlirBlock *b, Where w) {
   for (int i = 0; i < b->n; i++) {
     IlirStmt *s = b->stmts[i];
+    Where inner = w;
+    inner.out = NULL;
     if (s->kind == ILIR_STORE) {
-      tile_access(R, s->buf, s->index, tile, out);
-      tile_rows_in_expr(R, s->index, tile, out);
-      tile_rows_in_expr(R, s->value, tile, out);
+      stack_access(R, s->buf, s->index, w);
+      stack_rows_in_expr(R, s->index, w), stack_rows_in_expr(R, s->value, w);
     } else if (s->kind == ILIR_IF) {
-      tile_rows_in_expr(R, s->cond, tile, NULL);
-      tile_rows_in_block(R, &s->then, tile, NULL);
-      tile_rows_in_block(R, &s->els, tile, NULL);
+      stack_rows_in_expr(R, s->cond, inner);
+      stack_rows_in_block(R, &s->then, inner), stack_rows_in_block(R, &s->els, inner);
     } else if (s->loop == ILIR_LOOP_NODES && s->tile_nodes > 0) {
-      for (int j = 0; j < s->body.n; j++) { /* the output loops: products, epilogues */
+      /* a level's tile: its output loops (products, epilogues) */
+      inner = (Where){s, false, s, NULL};
+      for (int j = 0; j < s->body.n; j++) {
         const IlirStmt *o = s->body.stmts[j];
-        if (o->kind == ILIR_LOOP) tile_rows_in_block(R, &o->body, s, o->var);
-        else tile_rows_in_block(R, &(IlirBlock){&s->body.stmts[j], 1}, s, NULL);
+        inner.out = o->kind == ILIR_LOOP ? o->var : NULL;
+        IlirBlock one = {&s->body.stmts[j], 1};
+        stack_rows_in_block(R, o->kind == ILIR_LOOP ? &o->body : &one, inner);
       }
     } else {
-      tile_rows_in_expr(R, s->lo, tile, NULL), tile_rows_in_expr(R, s->hi, tile, NULL);
-      /* a node's matrix tile (mvrnn's P) is not a level's */
-      tile_rows_in_block(R, &s->body, s->tile_nodes > 0 ? NULL : tile, NULL);
+      stack_rows_in_expr(R, s->lo, inner), stack_rows_in_expr(R, s->hi, inner);
+      if (s->loop == ILIR_LOOP_NODES) inner.loop = s, inner.untiled = true;
+      /* a node's matrix tile (mvrnn's P) addresses its buffers itself */
+      if (s->tile_nodes > 0) inner.untiled = false, inner.tile = NULL;
+      stack_rows_in_block(R, &s->body, inner);
     }
   }
 }
 
-/* E->row_loop and E->tile_loop for the kernel (all NULL off the CPU): the
- * buffers it keeps on the stack. */
+/* E->stack_loop for the kernel (all NULL off the CPU). */
 static void find_stack_rows(CgEmit *E) {
   size_t n = (size_t)E->k->nbufs + 1;
-  E->row_loop = calloc(n, sizeof *E->row_loop);
-  E->row_at = calloc(n, sizeof *E->row_at);
-  E->tile_loop = calloc(n, sizeof *E->tile_loop);
-  E->tile_on = calloc(n, sizeof *E->tile_on);
-  bool *other = calloc(2 * n, sizeof *other); /* node rows', then tile rows' */
-  if (!E->row_loop || !E->row_at || !E->tile_loop || !E->tile_on || !other) ctx_oom();
+  E->stack_loop = calloc(n, sizeof *E->stack_loop);
+  E->on_stack = calloc(n, sizeof *E->on_stack);
+  const IlirStmt **tiles = calloc(n, sizeof *tiles);
+  bool *other = calloc(2 * n, sizeof *other);
+  if (!E->stack_loop || !E->on_stack || !tiles || !other) ctx_oom();
   if (E->tgt->kind == CG_TARGET_CPU) {
-    NodeRows N = {E->k, E->row_loop, other};
-    TileRows T = {E->k, E->tile_loop, other + n};
-    rows_in_block(&N, &E->k->body, NULL, true);
-    tile_rows_in_block(&T, &E->k->body, NULL, NULL);
+    StackRows R = {E->k, {E->stack_loop, tiles}, {other, other + n}};
+    stack_rows_in_block(&R, &E->k->body, (Where){NULL, false, NULL, NULL});
   }
   long floats = 0; /* all the kernel's node rows, on every thread's stack */
   for (int b = 0; b < E->k->nbufs; b++) {
-    if (other[b] || floats + E->k->bufs[b].size > NODE_ROWS_MAX) E->row_loop[b] = NULL;
-    if (E->row_loop[b]) floats += E->k->bufs[b].size;
-    if (other[n + (size_t)b]) E->tile_loop[b] = NULL;
+    if (other[b] || floats + E->k->bufs[b].size > NODE_ROWS_MAX) E->stack_loop[b] = NULL;
+    if (E->stack_loop[b]) floats += E->k->bufs[b].size;
+    else if (!other[n + (size_t)b]) E->stack_loop[b] = tiles[b];
   }
+  free(tiles);
   free(other);
 }
 
 LLVMValueRef cg_buf_at(CgEmit *E, int buf, LLVMValueRef idx, LLVMTypeRef elem) {
-  if (E->tile_on && E->tile_on[buf]) { /* (n - n0) w + idx - (n - levels[l]) size - i0 */
-    LLVMValueRef n = E->vars[E->tile_node->id];
+  if (E->on_stack && E->on_stack[buf]) { /* (n - n0) w + idx - (n - l0) size - i0 */
+    LLVMValueRef n = E->vars[E->stack_node->id];
     LLVMValueRef row = LLVMBuildSub(E->b, n, level_start(E, E->level), "");
     row = LLVMBuildMul(E->b, row, cg_const_i64(E, E->k->bufs[buf].size), "");
     LLVMValueRef at = LLVMBuildSub(E->b, idx, row, "");
-    at = LLVMBuildSub(E->b, at, E->tile_i0, "");
-    LLVMValueRef r = LLVMBuildMul(E->b, LLVMBuildSub(E->b, n, E->tile_n0, ""),
-                                  cg_const_i64(E, E->tile_w), "");
-    at = LLVMBuildAdd(E->b, r, at, "");
-    return LLVMBuildInBoundsGEP2(E->b, elem, E->bufs[buf], &at, 1, "");
-  }
-  if (E->row_at && E->row_at[buf]) { /* idx - (n - levels[l]) * size: in [0, size) */
-    LLVMValueRef size = cg_const_i64(E, E->k->bufs[buf].size);
-    LLVMValueRef row = LLVMBuildMul(E->b, E->row_node, size, "");
-    idx = LLVMBuildSub(E->b, idx, row, "");
-    return LLVMBuildInBoundsGEP2(E->b, elem, E->row_at[buf], &idx, 1, "");
+    at = LLVMBuildSub(E->b, at, E->stack_i0, "");
+    LLVMValueRef r = LLVMBuildMul(E->b, LLVMBuildSub(E->b, n, E->stack_n0, ""),
+                                  cg_const_i64(E, E->stack_w), "");
+    idx = LLVMBuildAdd(E->b, r, at, "");
   }
   return LLVMBuildInBoundsGEP2(E->b, elem, E->bufs[buf], &idx, 1, "");
 }
@@ -749,22 +710,22 @@ LLVMValueRef cg_entry_buffer(CgEmit *E, long floats, const char *name) {
   return buf;
 }
 
-/* The node rows of the nodes loop [s] at node [n] (true), or none (false). */
-static bool open_node_rows(CgEmit *E, const IlirStmt *s, LLVMValueRef n) {
+bool cg_open_stack_rows(CgEmit *E, const IlirStmt *s, int rows, long w) {
   bool any = false;
   for (int b = 0; b < E->k->nbufs && E->level; b++)
-    if (E->row_loop[b] == s) {
-      if (!any) E->row_node = LLVMBuildSub(E->b, n, level_start(E, E->level), "row");
-      E->row_at[b] = cg_entry_buffer(E, E->k->bufs[b].size, E->k->bufs[b].name);
-      any = true;
+    if (E->stack_loop[b] == s) {
+      long floats = (long)rows * (w ? w : E->k->bufs[b].size);
+      E->bufs[b] = cg_entry_buffer(E, floats, E->k->bufs[b].name);
+      E->on_stack[b] = any = true;
     }
+  E->stack_node = s->var, E->stack_w = w;
   return any;
 }
 
-static void close_node_rows(CgEmit *E, const IlirStmt *s) {
+void cg_close_stack_rows(CgEmit *E, const IlirStmt *s) {
   for (int b = 0; b < E->k->nbufs; b++)
-    if (E->row_loop[b] == s) E->row_at[b] = NULL;
-  E->row_node = NULL;
+    if (E->stack_loop[b] == s && E->on_stack[b]) /* the function's own parameter again */
+      E->bufs[b] = LLVMGetParam(E->fn, (unsigned)b), E->on_stack[b] = false;
 }
 
 static void emit_tiled_outlined(CgEmit *E, const IlirStmt *s);
@@ -794,12 +755,13 @@ static void emit_loop(CgEmit *E, const IlirStmt *s) {
     E->level = L.iv, E->level_body = &s->body, E->synced_after = NULL;
   if (cg_bind_var(E, s->var, L.iv)) {
     if (s->loop == ILIR_LOOP_NODES && E->tgt->kind == CG_TARGET_CPU) {
-      bool rows = open_node_rows(E, s, L.iv);
+      bool rows = cg_open_stack_rows(E, s, 1, 0); /* node rows: n0 = n */
+      E->stack_n0 = L.iv, E->stack_i0 = cg_const_i64(E, 0);
       for (int i = 0; i < s->body.n && !E->failed; i++) { /* the next node's rows in parts */
         cg_prefetch_next_rows(E, s, L.iv, i);
         cg_emit_block(E, &(IlirBlock){&s->body.stmts[i], 1});
       }
-      if (rows) close_node_rows(E, s);
+      if (rows) cg_close_stack_rows(E, s);
     } else {
       cg_emit_block(E, &s->body);
     }
@@ -1136,10 +1098,8 @@ static bool emit_module(LLVMContextRef ctx, LLVMModuleRef mod, const IlirKernel 
   LLVMDisposeBuilder(E.b);
   free(E.bufs);
   free(E.vars);
-  free(E.row_loop);
-  free(E.row_at);
-  free(E.tile_loop);
-  free(E.tile_on);
+  free(E.stack_loop);
+  free(E.on_stack);
   if (E.failed) return false;
   char *msg = NULL;
   if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {

@@ -35,23 +35,17 @@ typedef struct {
   const CgProfile *prof;    /* NULL: no instrumentation (codegen.h, "profiling") */
   LLVMValueRef prof_counters;
   int tiles; /* the tiles outlined so far (emit_tiled_outlined) */
-  /* Node rows (cg_emit.c, cg_node_rows): [k->nbufs] the one untiled nodes
-   * loop that reads and writes each level scratch buffer, or NULL; while that
-   * loop runs, the buffer's row on this thread's stack, and n - levels[l]. */
-  const IlirStmt **row_loop;
-  LLVMValueRef *row_at;
-  LLVMValueRef row_node;
-  /* Tile rows (cg_tile.c, cg_emit.c): [k->nbufs] the register tile (a
-   * level's nodes loop) whose products and epilogues alone write and read
-   * each level scratch buffer, each at its own output, or NULL. While that
-   * tile runs, tile_on[b] says the buffer lives in a block of rows x tile_w
-   * floats on the stack (E->bufs[b]), for the tile of rows from tile_n0 and
-   * outputs from tile_i0 of the tile's node variable tile_node. */
-  const IlirStmt **tile_loop;
-  bool *tile_on;
-  const IlirVar *tile_node;
-  LLVMValueRef tile_n0, tile_i0;
-  long tile_w;
+  /* Stack rows (cg_emit.c): [k->nbufs] the nodes loop — untiled, or a
+   * level's register tile — whose iterations alone write and read each level
+   * scratch buffer, or NULL. While that loop is emitted, on_stack[b] holds
+   * and E->bufs[b] is a block on this function's stack: node n's element at
+   * idx is at (n - stack_n0) stack_w + idx - (n - levels[l]) size - stack_i0,
+   * n the loop's variable stack_node (cg_buf_at). */
+  const IlirStmt **stack_loop;
+  bool *on_stack;
+  const IlirVar *stack_node;
+  LLVMValueRef stack_n0, stack_i0;
+  long stack_w;
   bool failed;
 } CgEmit;
 
@@ -91,8 +85,14 @@ LLVMValueRef cg_emit_expr(CgEmit *E, const IlirExpr *e);
 LLVMValueRef cg_view_ptr(CgEmit *E, const IlirExpr *e);
 void cg_emit_store(CgEmit *E, const IlirStmt *s);
 /* The address of element [idx] (i64) of buffer [buf], of [elem]s: in its
- * node row on the stack while its loop runs (cg_node_rows). */
+ * block on the stack while its loop runs (CgEmit, stack rows). */
 LLVMValueRef cg_buf_at(CgEmit *E, int buf, LLVMValueRef idx, LLVMTypeRef elem);
+/* The stack blocks of the loop [s]'s buffers (CgEmit.stack_loop), [rows] x
+ * [w] floats each (w = 0: one row of the buffer's own size), for node
+ * variable [s->var]; the caller sets stack_n0 and stack_i0. False when it
+ * has none. cg_close_stack_rows gives the buffers their rows back. */
+bool cg_open_stack_rows(CgEmit *E, const IlirStmt *s, int rows, long w);
+void cg_close_stack_rows(CgEmit *E, const IlirStmt *s);
 /* A stack buffer of [floats] floats, 64-byte aligned, made at the entry of
  * the function being emitted. */
 LLVMValueRef cg_entry_buffer(CgEmit *E, long floats, const char *name);

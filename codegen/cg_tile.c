@@ -11,7 +11,6 @@
 #include <string.h>
 
 enum { MAX_ACC = 64, MAX_TERMS = 16, MAX_STREAMS = 2 * MAX_TERMS, MAX_ROWS = ILIR_TILE_MAX_ROWS };
-enum { MAX_TILE_ROWS_BUFS = 16 }; /* the tile's own buffers (cg_emit_tiled) */
 
 /* The parts of a tile (ilir.h): for t { product loops `for j in [0, I) {
  * out[idx] = sum of terms sum(r in [0, R)) x * y[.. + r * RS + j] }`;
@@ -105,7 +104,7 @@ typedef struct {
 
 static LLVMValueRef epilogues_body(CgEmit *E, LLVMValueRef *extra, void *arg) {
   const CgEpilogues *c = arg;
-  E->tile_n0 = extra[0], E->tile_i0 = extra[2]; /* the tile's rows (cg_emit_tiled) */
+  E->stack_n0 = extra[0], E->stack_i0 = extra[2]; /* the tile's rows (cg_emit_tiled) */
   emit_epilogues_here(E, c->T, extra[0], extra[1], extra[2], c->count);
   return NULL;
 }
@@ -750,15 +749,7 @@ void cg_emit_tiled(CgEmit *E, const IlirStmt *s) {
   }
   /* the level scratch buffers this tile alone stores and reads (cg_emit.c,
    * "tile rows"): a block of rows x outputs on the stack, the tile's own */
-  LLVMValueRef kept[MAX_TILE_ROWS_BUFS];
-  int nkept = 0;
-  for (int b = 0; b < E->k->nbufs && E->level && E->tile_loop; b++)
-    if (E->tile_loop[b] == s && nkept < MAX_TILE_ROWS_BUFS) {
-      kept[nkept++] = E->bufs[b];
-      E->bufs[b] = cg_entry_buffer(E, (long)nb * iv * vl, E->k->bufs[b].name);
-      E->tile_on[b] = true;
-    }
-  E->tile_node = s->var, E->tile_w = (long)iv * vl;
+  bool rows_on_stack = cg_open_stack_rows(E, s, nb, (long)iv * vl);
   const struct { long from, to; int iv, vl; } seg[3] = {
       {0, full, iv, vl}, {full, vec, 1, vl}, {vec, T.I, 1, 1}};
   for (int g = 0; g < 3 && !E->failed; g++) {
@@ -775,7 +766,7 @@ void cg_emit_tiled(CgEmit *E, const IlirStmt *s) {
     TileRows R = tile_rows(E, lo, hi, nb);
     cg_loop_open(E, &Ln, cg_const_i64(E, 0), R.tiles, "t");
     LLVMValueRef n0, rows = tile_at(E, &R, Ln.iv, &n0);
-    E->tile_n0 = n0, E->tile_i0 = i0;
+    E->stack_n0 = n0, E->stack_i0 = i0;
     emit_tiles(E, &T, n0, rows, nb, i0, seg[g].iv, seg[g].vl);
     if (s->body.n > T.nprod && !E->failed)
       emit_epilogues(E, &T, n0, LLVMBuildAdd(E->b, n0, rows, ""), i0, width);
@@ -783,9 +774,7 @@ void cg_emit_tiled(CgEmit *E, const IlirStmt *s) {
     memset(T.copy, 0, sizeof T.copy);
     cg_loop_close_by(E, &Li, width);
   }
-  for (int b = 0, k = 0; b < E->k->nbufs && k < nkept; b++)
-    if (E->tile_on && E->tile_on[b] && E->tile_loop[b] == s)
-      E->bufs[b] = kept[k++], E->tile_on[b] = false;
+  if (rows_on_stack) cg_close_stack_rows(E, s);
   if (E->failed) return;
   if (s->loop == ILIR_LOOP_NODES && !E->level) {
     cg_emit_barrier(E, NULL); /* a prologue */
