@@ -698,6 +698,11 @@ LLVMValueRef cg_buf_at(CgEmit *E, int buf, LLVMValueRef idx, LLVMTypeRef elem) {
   return LLVMBuildInBoundsGEP2(E->b, elem, E->bufs[buf], &idx, 1, "");
 }
 
+long cg_buf_node_step(const CgEmit *E, int buf, const IlirVar *n, long didx) {
+  if (didx == ILIR_NONLINEAR || !E->on_stack || !E->on_stack[buf]) return didx;
+  return n == E->stack_node ? didx - E->k->bufs[buf].size + E->stack_w : ILIR_NONLINEAR;
+}
+
 LLVMValueRef cg_entry_buffer(CgEmit *E, long floats, const char *name) {
   LLVMBuilderRef at = LLVMCreateBuilderInContext(E->ctx);
   LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(E->fn);

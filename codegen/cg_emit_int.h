@@ -87,6 +87,10 @@ void cg_emit_store(CgEmit *E, const IlirStmt *s);
 /* The address of element [idx] (i64) of buffer [buf], of [elem]s: in its
  * block on the stack while its loop runs (CgEmit, stack rows). */
 LLVMValueRef cg_buf_at(CgEmit *E, int buf, LLVMValueRef idx, LLVMTypeRef elem);
+/* How many elements cg_buf_at's address of [buf] moves when node variable
+ * [n] moves by one and the index by [didx] with it, or ILIR_NONLINEAR where
+ * that is not a constant. */
+long cg_buf_node_step(const CgEmit *E, int buf, const IlirVar *n, long didx);
 /* The stack blocks of the loop [s]'s buffers (CgEmit.stack_loop), [rows] x
  * [w] floats each (w = 0: one row of the buffer's own size), for node
  * variable [s->var]; the caller sets stack_n0 and stack_i0. False when it

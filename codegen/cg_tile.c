@@ -245,12 +245,46 @@ static void prefetch_ahead(CgEmit *E, CgStream st, LLVMValueRef row, int iv, int
   }
 }
 
+/* Where a tile's steps read each term's x: x(n0 + b, r) at first[t] + b *
+ * dn[t] + r * dr[t] where x is a load of floats whose index moves by
+ * constants along the nodes and along r (a level's rows of a scratch
+ * buffer, U_iou (h0 + h1)'s sums); first[t] NULL where it is not (a child's
+ * row through dep, a view), and x is then emitted from its index at each
+ * step. One address for the block, made before the r loop: LLVM folded the
+ * per-row index arithmetic to the same code, but spent much of its time
+ * doing so on the wide tiles. */
+typedef struct {
+  LLVMValueRef first[ILIR_TILE_MAX_PRODUCTS];
+  long dn[ILIR_TILE_MAX_PRODUCTS], dr[ILIR_TILE_MAX_PRODUCTS];
+} XBlock;
+
+/* [X] for the rows from n0 of stream [S], at the builder's place. */
+static bool x_block(CgEmit *E, const CgTile *T, const CgStreamTerms *S, LLVMValueRef n0,
+                    XBlock *X) {
+  for (int t = 0; t < S->n; t++) {
+    const IlirExpr *x = S->red[t]->a->a;
+    const IlirVar *r = S->red[t]->var;
+    X->first[t] = NULL;
+    if (E->tgt->kind != CG_TARGET_CPU || x->kind != ILIR_LOAD || x->type != ILIR_F32 ||
+        E->k->bufs[x->buf].kind == ILIR_BUF_PACKED)
+      continue;
+    X->dr[t] = ilir_coef(x->a, r); /* cg_buf_at moves with the index alone */
+    X->dn[t] = cg_buf_node_step(E, x->buf, T->nodes->var, ilir_coef(x->a, T->nodes->var));
+    if (X->dr[t] == ILIR_NONLINEAR || X->dn[t] == ILIR_NONLINEAR) continue;
+    if (!cg_bind_var(E, r, cg_const_i64(E, 0)) || !cg_bind_var(E, T->nodes->var, n0))
+      return false;
+    X->first[t] = elem_ptr(E, x->buf, cg_emit_expr(E, x->a));
+    E->vars[r->id] = NULL;
+  }
+  return !E->failed;
+}
+
 /* One step r of stream [S]: iv vector loads of y's row, each feeding nb
  * multiply-adds per term of the stream, with x(n0 + b, r) of that term;
  * acc[p * nb * iv + b * iv + v] is product p's, row b's, vector v's. */
 static void tile_step(CgEmit *E, const CgTile *T, const CgStreamTerms *S, CgStream st,
                       LLVMValueRef r, LLVMValueRef n0, int nb, LLVMValueRef i0, int iv, int vl,
-                      LLVMValueRef *acc) {
+                      const XBlock *X, LLVMValueRef *acc) {
   LLVMTypeRef vt = vec_type(E, vl);
   LLVMValueRef w[MAX_ACC];
   LLVMValueRef row = stream_row(E, T, S, st, r, i0);
@@ -266,9 +300,18 @@ static void tile_step(CgEmit *E, const CgTile *T, const CgStreamTerms *S, CgStre
   for (int t = 0; t < S->n && !E->failed; t++) {
     LLVMValueRef *a = acc + S->prod[t] * nb * iv;
     if (!cg_bind_var(E, S->red[t]->var, r)) return;
+    LLVMValueRef at = X->first[t] ? LLVMBuildMul(E->b, r, cg_const_i64(E, X->dr[t]), "") : NULL;
     for (int b = 0; b < nb; b++) {
-      if (!cg_bind_var(E, T->nodes->var, plus(E, n0, b))) return;
-      LLVMValueRef xb = splat(E, cg_emit_expr(E, S->red[t]->a->a), vl);
+      LLVMValueRef x;
+      if (at) {
+        LLVMValueRef off = LLVMBuildAdd(E->b, at, cg_const_i64(E, b * X->dn[t]), "");
+        x = LLVMBuildLoad2(E->b, E->f32,
+                           LLVMBuildInBoundsGEP2(E->b, E->f32, X->first[t], &off, 1, ""), "x");
+      } else {
+        if (!cg_bind_var(E, T->nodes->var, plus(E, n0, b))) return;
+        x = cg_emit_expr(E, S->red[t]->a->a);
+      }
+      LLVMValueRef xb = splat(E, x, vl);
       for (int v = 0; v < iv; v++) a[b * iv + v] = cg_math_fmuladd(E->b, E->mod, xb, w[v], a[b * iv + v]);
     }
   }
@@ -287,6 +330,8 @@ static void tile_stream_sum(CgEmit *E, const CgTile *T, int g, LLVMValueRef n0, 
   if (!st.copy) st = tile_stream(E, S->red[0], T->prod[S->prod[0]].loop->var, i0);
   if (E->failed) return;
   long part = S->red[0]->hi->ival / T->split;
+  XBlock X;
+  if (!x_block(E, T, S, n0, &X)) return;
   CgLoop L;
   cg_loop_open(E, &L, cg_const_i64(E, 0), cg_const_i64(E, part), "r");
   LLVMPositionBuilderBefore(E->b, LLVMGetNextInstruction(L.iv));
@@ -306,7 +351,7 @@ static void tile_stream_sum(CgEmit *E, const CgTile *T, int g, LLVMValueRef n0, 
   int U = E->tgt->kind == CG_TARGET_CPU && 2 * nb >= T->rows && st.base && part % 2 == 0 ? 2 : 1;
   for (int u = 0; u < U; u++)
     for (int q = 0; q < P && !E->failed; q++)
-      tile_step(E, T, S, st, plus(E, L.iv, (q0 + q) * part + u), n0, nb, i0, iv, vl,
+      tile_step(E, T, S, st, plus(E, L.iv, (q0 + q) * part + u), n0, nb, i0, iv, vl, &X,
                 next + q * na);
   LLVMBasicBlockRef end = cg_loop_close_by(E, &L, U);
   for (int a = 0; a < P * na; a++) {
@@ -360,15 +405,31 @@ static void emit_tile(CgEmit *E, CgTile *T, LLVMValueRef n0, int nb, LLVMValueRe
       if (pass + 1 < passes) LLVMSetAlignment(LLVMBuildStore(E->b, sum[a], at), (unsigned)vl * 4);
     }
   }
+  /* Each product's block is stored from the address of its first vector
+   * where the store's index moves by constants along the nodes and the
+   * outputs: its index (with stack rows' arithmetic, cg_buf_at) emitted once
+   * a tile, not once a vector. The stores had been half of treelstm's tile
+   * code before optimization, and LLVM's time goes with the code. */
   for (int p = 0; p < T->nprod && !E->failed; p++) {
     const IlirStmt *store = T->prod[p].store;
+    long di = ilir_coef(store->index, T->prod[p].loop->var);
+    long dn = cg_buf_node_step(E, store->buf, T->nodes->var,
+                               ilir_coef(store->index, T->nodes->var));
+    bool moves = di != ILIR_NONLINEAR && dn != ILIR_NONLINEAR;
+    LLVMValueRef first = NULL;
     for (int b = 0; b < nb && !E->failed; b++) {
       cg_bind_var(E, T->nodes->var, plus(E, n0, b));
       for (int v = 0; v < iv && !E->failed; v++) {
-        cg_bind_var(E, T->prod[p].loop->var, plus(E, i0, (long)v * vl));
-        LLVMValueRef st = LLVMBuildStore(E->b, sum[(p * nb + b) * iv + v],
-                                         elem_ptr(E, store->buf, cg_emit_expr(E, store->index)));
-        LLVMSetAlignment(st, 4);
+        LLVMValueRef at;
+        if (first && moves) {
+          LLVMValueRef off = cg_const_i64(E, b * dn + (long)v * vl * di);
+          at = LLVMBuildInBoundsGEP2(E->b, E->f32, first, &off, 1, "");
+        } else {
+          cg_bind_var(E, T->prod[p].loop->var, plus(E, i0, (long)v * vl));
+          at = elem_ptr(E, store->buf, cg_emit_expr(E, store->index));
+          if (b == 0 && v == 0) first = at;
+        }
+        LLVMSetAlignment(LLVMBuildStore(E->b, sum[(p * nb + b) * iv + v], at), 4);
       }
     }
   }
