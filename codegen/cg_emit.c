@@ -250,16 +250,20 @@ static LLVMValueRef emit_load(CgEmit *E, const IlirExpr *e) {
   if (E->k->bufs[e->buf].kind == ILIR_BUF_PACKED) idx = packed_at(E, &E->k->bufs[e->buf].pack, idx);
   bool f = e->type == ILIR_F32;
   LLVMTypeRef elem = f ? E->f32 : E->i32;
-  LLVMValueRef at = cg_buf_at(E, e->buf, idx, elem);
-  LLVMValueRef v = LLVMBuildLoad2(E->b, elem, at, E->k->bufs[e->buf].name);
+  LLVMValueRef v = cg_load_at(E, e->buf, elem, cg_buf_at(E, e->buf, idx, elem));
+  return f ? v : LLVMBuildSExt(E->b, v, E->i64, "");
+}
+
+LLVMValueRef cg_load_at(CgEmit *E, int buf, LLVMTypeRef elem, LLVMValueRef at) {
+  LLVMValueRef v = LLVMBuildLoad2(E->b, elem, at, E->k->bufs[buf].name);
   /* not a copy in shared memory: the kernel writes that at its start */
-  if (E->tgt->invariant_readonly && !buf_writable(E->k->bufs[e->buf].kind) &&
-      !E->k->bufs[e->buf].shared) {
+  if (E->tgt->invariant_readonly && !buf_writable(E->k->bufs[buf].kind) &&
+      !E->k->bufs[buf].shared) {
     static const char kind[] = "invariant.load";
     LLVMSetMetadata(v, LLVMGetMDKindIDInContext(E->ctx, kind, sizeof kind - 1),
                     LLVMMetadataAsValue(E->ctx, LLVMMDNodeInContext2(E->ctx, NULL, 0)));
   }
-  return f ? v : LLVMBuildSExt(E->b, v, E->i64, "");
+  return v;
 }
 
 LLVMValueRef cg_linear_sum(CgEmit *E, IlirExpr **atoms, const long *coefs, int n,

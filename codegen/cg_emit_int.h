@@ -87,6 +87,9 @@ void cg_emit_store(CgEmit *E, const IlirStmt *s);
 /* The address of element [idx] (i64) of buffer [buf], of [elem]s: in its
  * block on the stack while its loop runs (CgEmit, stack rows). */
 LLVMValueRef cg_buf_at(CgEmit *E, int buf, LLVMValueRef idx, LLVMTypeRef elem);
+/* A load of one [elem] of buffer [buf] from [at] (an address in it), with
+ * what the target knows of the buffer (a read-only one is invariant). */
+LLVMValueRef cg_load_at(CgEmit *E, int buf, LLVMTypeRef elem, LLVMValueRef at);
 /* How many elements cg_buf_at's address of [buf] moves when node variable
  * [n] moves by one and the index by [didx] with it, or ILIR_NONLINEAR where
  * that is not a constant. */

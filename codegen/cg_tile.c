@@ -245,14 +245,24 @@ static void prefetch_ahead(CgEmit *E, CgStream st, LLVMValueRef row, int iv, int
   }
 }
 
+/* How an access of [buf] at [index] moves in tile [T]: [*dn] elements from
+ * one node to the next, [*dv] from one value of [v] to the next (stack
+ * rows' arithmetic included, cg_buf_node_step); false where either is not a
+ * constant. A block of such accesses is then addressed from its first one:
+ * LLVM folded each row's and vector's own index expression to the same
+ * code, but spent much of its time doing so on the wide tiles. */
+static bool tile_strides(const CgEmit *E, const CgTile *T, int buf, const IlirExpr *index,
+                         const IlirVar *v, long *dn, long *dv) {
+  *dv = ilir_coef(index, v); /* cg_buf_at moves with the index alone */
+  *dn = cg_buf_node_step(E, buf, T->nodes->var, ilir_coef(index, T->nodes->var));
+  return *dv != ILIR_NONLINEAR && *dn != ILIR_NONLINEAR;
+}
+
 /* Where a tile's steps read each term's x: x(n0 + b, r) at first[t] + b *
- * dn[t] + r * dr[t] where x is a load of floats whose index moves by
- * constants along the nodes and along r (a level's rows of a scratch
- * buffer, U_iou (h0 + h1)'s sums); first[t] NULL where it is not (a child's
- * row through dep, a view), and x is then emitted from its index at each
- * step. One address for the block, made before the r loop: LLVM folded the
- * per-row index arithmetic to the same code, but spent much of its time
- * doing so on the wide tiles. */
+ * dn[t] + r * dr[t] where x is a load of floats that moves by constants
+ * (tile_strides: a level's rows of a scratch buffer, U_iou (h0 + h1)'s
+ * sums); first[t] NULL where it does not (a child's row through dep, a
+ * view), and x is then emitted from its index at each step. */
 typedef struct {
   LLVMValueRef first[ILIR_TILE_MAX_PRODUCTS];
   long dn[ILIR_TILE_MAX_PRODUCTS], dr[ILIR_TILE_MAX_PRODUCTS];
@@ -265,12 +275,10 @@ static bool x_block(CgEmit *E, const CgTile *T, const CgStreamTerms *S, LLVMValu
     const IlirExpr *x = S->red[t]->a->a;
     const IlirVar *r = S->red[t]->var;
     X->first[t] = NULL;
-    if (E->tgt->kind != CG_TARGET_CPU || x->kind != ILIR_LOAD || x->type != ILIR_F32 ||
-        E->k->bufs[x->buf].kind == ILIR_BUF_PACKED)
+    if (x->kind != ILIR_LOAD || x->type != ILIR_F32 ||
+        E->k->bufs[x->buf].kind == ILIR_BUF_PACKED ||
+        !tile_strides(E, T, x->buf, x->a, r, &X->dn[t], &X->dr[t]))
       continue;
-    X->dr[t] = ilir_coef(x->a, r); /* cg_buf_at moves with the index alone */
-    X->dn[t] = cg_buf_node_step(E, x->buf, T->nodes->var, ilir_coef(x->a, T->nodes->var));
-    if (X->dr[t] == ILIR_NONLINEAR || X->dn[t] == ILIR_NONLINEAR) continue;
     if (!cg_bind_var(E, r, cg_const_i64(E, 0)) || !cg_bind_var(E, T->nodes->var, n0))
       return false;
     X->first[t] = elem_ptr(E, x->buf, cg_emit_expr(E, x->a));
@@ -305,8 +313,8 @@ static void tile_step(CgEmit *E, const CgTile *T, const CgStreamTerms *S, CgStre
       LLVMValueRef x;
       if (at) {
         LLVMValueRef off = LLVMBuildAdd(E->b, at, cg_const_i64(E, b * X->dn[t]), "");
-        x = LLVMBuildLoad2(E->b, E->f32,
-                           LLVMBuildInBoundsGEP2(E->b, E->f32, X->first[t], &off, 1, ""), "x");
+        x = cg_load_at(E, S->red[t]->a->a->buf, E->f32,
+                       LLVMBuildInBoundsGEP2(E->b, E->f32, X->first[t], &off, 1, ""));
       } else {
         if (!cg_bind_var(E, T->nodes->var, plus(E, n0, b))) return;
         x = cg_emit_expr(E, S->red[t]->a->a);
@@ -406,32 +414,31 @@ static void emit_tile(CgEmit *E, CgTile *T, LLVMValueRef n0, int nb, LLVMValueRe
     }
   }
   /* Each product's block is stored from the address of its first vector
-   * where the store's index moves by constants along the nodes and the
-   * outputs: its index (with stack rows' arithmetic, cg_buf_at) emitted once
-   * a tile, not once a vector. The stores had been half of treelstm's tile
-   * code before optimization, and LLVM's time goes with the code. */
+   * where it moves by constants (tile_strides): its index emitted once a
+   * tile, not once a vector (the stores had been half of treelstm's tile
+   * code before optimization). */
   for (int p = 0; p < T->nprod && !E->failed; p++) {
     const IlirStmt *store = T->prod[p].store;
-    long di = ilir_coef(store->index, T->prod[p].loop->var);
-    long dn = cg_buf_node_step(E, store->buf, T->nodes->var,
-                               ilir_coef(store->index, T->nodes->var));
-    bool moves = di != ILIR_NONLINEAR && dn != ILIR_NONLINEAR;
+    const IlirVar *out = T->prod[p].loop->var;
+    long dn, di;
     LLVMValueRef first = NULL;
-    for (int b = 0; b < nb && !E->failed; b++) {
-      cg_bind_var(E, T->nodes->var, plus(E, n0, b));
+    if (tile_strides(E, T, store->buf, store->index, out, &dn, &di)) {
+      cg_bind_var(E, T->nodes->var, n0), cg_bind_var(E, out, i0);
+      first = elem_ptr(E, store->buf, cg_emit_expr(E, store->index));
+    }
+    for (int b = 0; b < nb && !E->failed; b++)
       for (int v = 0; v < iv && !E->failed; v++) {
         LLVMValueRef at;
-        if (first && moves) {
+        if (first) {
           LLVMValueRef off = cg_const_i64(E, b * dn + (long)v * vl * di);
           at = LLVMBuildInBoundsGEP2(E->b, E->f32, first, &off, 1, "");
         } else {
-          cg_bind_var(E, T->prod[p].loop->var, plus(E, i0, (long)v * vl));
+          cg_bind_var(E, T->nodes->var, plus(E, n0, b));
+          cg_bind_var(E, out, plus(E, i0, (long)v * vl));
           at = elem_ptr(E, store->buf, cg_emit_expr(E, store->index));
-          if (b == 0 && v == 0) first = at;
         }
         LLVMSetAlignment(LLVMBuildStore(E->b, sum[(p * nb + b) * iv + v], at), 4);
       }
-    }
   }
 }
 
