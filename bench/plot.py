@@ -42,9 +42,11 @@ STYLE = {"ctx": ("k", "o", "-"), "c_level": ("tab:blue", "s", "-"),
 
 # ---- the per-level profile (--profile) -------------------------------------------------
 
-# "profile: model M, R run(s) (the faster half of N), T thread(s)[ (...)]; cycle counter G GHz"
-PROFILE_HEAD = re.compile(r"^profile: model (\S+), (\d+) runs? \(the faster half of (\d+)\), "
-                          r"(\d+) threads?")
+# "profile: model M, R run(s) (the faster half of N[: each of B batches' ...]), T thread(s)
+# [ (...)]; cycle counter G GHz", or "(every run: B batches, once each)" where --repeat 1
+# left none out (then N is R)
+PROFILE_HEAD = re.compile(r"^profile: model (\S+), (\d+) runs? \((?:the faster half of (\d+)"
+                          r"(?:: [^)]*)?|every run: [^)]*)\), (\d+) threads?")
 # a region's row: indent (two blanks a level), name, ms/run, share, then MFLOP/run,
 # GFLOP/s, MB/run ('-' or '?' where there are none) and optionally "N nodes|levels|runs"
 PROFILE_ROW = re.compile(
@@ -75,7 +77,8 @@ def parse_profile(text, what):
         sys.exit("plot: %s: the profile's table has no 'run' row" % what)
     for i, r in enumerate(rows):
         r["leaf"] = i + 1 == len(rows) or rows[i + 1]["depth"] <= r["depth"]
-    return {"model": head.group(1), "runs": int(head.group(2)), "of": int(head.group(3)),
+    return {"model": head.group(1), "runs": int(head.group(2)),
+            "of": int(head.group(3) or head.group(2)),
             "threads": int(head.group(4)), "rows": rows}
 
 
@@ -131,7 +134,7 @@ def draw_profiles(charts, out):
             ax.text(b["ms"], yi, " %.1f%%" % b["share"], va="center", fontsize=7)
         ax.set_yticks(y)
         ax.set_yticklabels(["  " * (b["depth"] - 1) + b["name"] for b in c["bars"]], fontsize=7)
-        ax.set_xlabel("ms per run (%d run%s, the faster half of %d)"
+        ax.set_xlabel("ms per run (%d run%s of %d)"
                       % (c["runs"], "" if c["runs"] == 1 else "s", c["of"]), fontsize=8)
         ax.set_title(c["title"], fontsize=9)
         ax.set_xlim(0, max([b["ms"] for b in c["bars"]] + [1e-6]) * 1.18)

@@ -23,13 +23,14 @@ void ctx_profile_free(CtxProfile *p);
  * against. */
 void ctx_profile_start(CtxProfile *p, CgJit *jit, CtxrtModel *model);
 
-/* After each run: keeps [jit]'s counters and [model]'s timings so far and
- * the run's wall time [ms]. */
-void ctx_profile_add_run(CtxProfile *p, const CgJit *jit, const CtxrtModel *model, double ms);
+/* After each run: keeps [jit]'s counters and [model]'s timings so far,
+ * which [batch] of the input it ran and the run's wall time [ms]. */
+void ctx_profile_add_run(CtxProfile *p, const CgJit *jit, const CtxrtModel *model,
+                         int64_t batch, double ms);
 
-/* Stops counting and appends the table to [out], over the faster half of
- * the runs (driver_profile.c says why): [threads] the team's size, [name]
- * the model's. */
+/* Stops counting and appends the table to [out], over each batch's faster
+ * half of its runs (driver_profile.c says why): [threads] the team's size,
+ * [name] the model's. */
 void ctx_profile_report(CtxProfile *p, CgJit *jit, int threads, const char *name, CtxBuf *out);
 
 /* Appends a line `START SIZE NAME` (hex) per function of [jit] to

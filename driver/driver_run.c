@@ -740,6 +740,9 @@ static CtxrtStatus run_batches(CtxRun *r) {
   const CtxrtForest *f = r->forest;
   int64_t s = f->num_structs, batch = r->o->batch && (int64_t)r->o->batch < s ? (int64_t)r->o->batch : s;
   int64_t nb = batch ? (s + batch - 1) / batch : 0, reps = r->o->repeat ? (int64_t)r->o->repeat : 1;
+  /* --profile shows each batch's faster half of its runs (driver_profile.c):
+   * of several batches, twice each unless --repeat says */
+  if (r->o->profile && !r->o->repeat && nb > 1) reps = 2;
   if (nb <= 1 && reps == 1 && !r->o->time && !r->o->profile) return run_one(r, f, 0);
   CtxrtForest **slices = ctx_xmalloc(((size_t)nb + 1) * sizeof *slices);
   int64_t *at = ctx_xmalloc(((size_t)nb + 1) * sizeof *at);
@@ -776,7 +779,7 @@ static CtxrtStatus run_batches(CtxRun *r) {
     ms[i] = now_ms() - t0;
     progress_tick(&pg, warm + i + 1);
 #ifdef CTX_HAVE_JIT
-    if (r->prof) ctx_profile_add_run(r->prof, r->jit, r->model, ms[i]);
+    if (r->prof) ctx_profile_add_run(r->prof, r->jit, r->model, i % nb, ms[i]);
 #endif
   }
   progress_end(&pg);

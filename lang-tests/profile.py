@@ -9,7 +9,10 @@ treelstm are docs/models.md's (2 per multiply-add: 4H^2 and 10H^2 per
 internal node) on one and two threads; the weight bytes of a level's
 product are its weight block once per level; the outputs with --profile
 equal the outputs without it and match the interpreter; `--batch 1` takes
-refactor_recursion for treefc only. --perf-map writes
+refactor_recursion for treefc only; of batches of different sizes, every
+batch counts once (each its faster run of two), so the FLOPs per run are
+the mean over all of them, not over the smaller batches that a faster half
+of all the runs would be. --perf-map writes
 /tmp/perf-PID.map lines that name the kernel with a well-formed range;
 --perf-jitdump a jitdump naming it; the kernel of --dump=llvm carries no
 instrumentation.
@@ -269,6 +272,42 @@ def check_batch_one(ctx):
                       f"{label}: outputs differ from the interpreter's")
 
 
+def right_branching(leaves, word):
+    """A PTB tree of [leaves] leaves (word ids from [word], below V=50), each
+    internal node's right child the rest of the tree."""
+    if leaves == 1:
+        return f"(0 {word % 50})"
+    return f"(0 (0 {word % 50}) {right_branching(leaves - 1, word + 7)})"
+
+
+def check_batches(ctx):
+    """--batch 1 over trees of 2, 12, 3 and 10 leaves: each batch's faster half."""
+    sizes = [2, 12, 3, 10]
+    model = os.path.join(ROOT, "examples", "treefc.ctx")
+    with tempfile.TemporaryDirectory() as tmp:
+        ptb = os.path.join(tmp, "sizes.ptb")
+        with open(ptb, "w") as f:
+            f.writelines(right_branching(n, 3 * i) + "\n" for i, n in enumerate(sizes))
+        common = ["run", model] + DIMS + ["--input", ptb, "--batch", "1", "--threads", "1",
+                                          "--profile", "--output", os.path.join(tmp, "o.npy")]
+        for extra, shown, which in (
+                ([], 4, "the faster half of 8: each of 4 batches' faster 1 of 2"),
+                (["--repeat", "1"], 4, "every run: 4 batches, once each"),
+                (["--repeat", "4"], 8, "the faster half of 16: each of 4 batches' faster 2 of 4")):
+            label = "batches " + (" ".join(extra) or "(default repeat)")
+            p = run(ctx, common + extra)
+            check(p.returncode == 0, f"{label}: exit {p.returncode}: {p.stderr}")
+            if p.returncode:
+                continue
+            head, rows = parse(p.stdout)
+            check(head.startswith(f"profile: model treefc, {shown} runs ({which}), 1 thread;"),
+                  f"{label}: header {head!r}")
+            flops = 2 * MADDS["treefc"] * sum(n - 1 for n in sizes) / len(sizes) / 1e6
+            check(rows and rows[0][4] is not None and abs(rows[0][4] - flops) <= 0.0015,
+                  f"{label}: {rows[0][4] if rows else None} MFLOP per run, the mean over "
+                  f"every batch is {flops:.3f}")
+
+
 def check_plain_kernel(ctx):
     model = os.path.join(ROOT, "examples", "treelstm.ctx")
     ir = run(ctx, ["check", "--dump=llvm"] + DIMS + [model]).stdout
@@ -287,6 +326,7 @@ def main():
     check_perf_map(ctx)
     check_jitdump(ctx)
     check_batch_one(ctx)
+    check_batches(ctx)
     check_plain_kernel(ctx)
     print(f"{len(failures)} failed" if failures else "all profile checks passed")
     return 1 if failures else 0
