@@ -105,6 +105,7 @@ def profile_main(argv):
     draw_profiles(charts, a.out)
     with open(os.path.splitext(a.out)[0] + ".json", "w") as f:
         json.dump([{"title": c["title"], "model": c["model"], "threads": c["threads"],
+                    "runs": c["runs"], "of": c["of"],
                     "bars": [{"label": b["name"], "group": " / ".join(b["path"][1:-1]),
                               "ms": b["ms"], "share": b["share"]} for b in c["bars"]]}
                    for c in charts], f, indent=1)

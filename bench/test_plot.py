@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """test_plot.py — the plot_profile test: bench/plot.py --profile on the text of real
-`ctx run --profile` runs (treefc on one thread, treelstm on two), generated here.
+`ctx run --profile` runs (treefc on one thread, treelstm on two, and two runs of several
+batches: treegru each batch twice, treefc each batch once), generated here.
 
 It checks what was drawn, not times (benchmarks are not tests): the PNG is a PNG of
 a chart per profile, each chart's bars are the profile's regions without
@@ -35,10 +36,12 @@ def main():
         return 77
     shutil.rmtree(a.tmp, ignore_errors=True)
     os.makedirs(a.tmp)
-    runs = [("treefc", ["--threads", "1"]), ("treelstm", ["--threads", "2"])]
+    runs = [("treefc", ["--threads", "1"]), ("treelstm", ["--threads", "2"]),
+            ("treegru", ["--threads", "1", "--batch", "2"]),
+            ("treefc", ["--threads", "1", "--batch", "3", "--repeat", "1"])]
     files = []
-    for model, extra in runs:
-        path = os.path.join(a.tmp, model + ".prof")
+    for i, (model, extra) in enumerate(runs):
+        path = os.path.join(a.tmp, "%d.%s.prof" % (i, model))
         with open(path, "w") as f:
             subprocess.run([a.ctx, "run", os.path.join(ROOT, "examples", model + ".ctx"),
                             "-D", "H=32", "--gen", "binary:leaves=9,count=6,seed=2",
@@ -56,8 +59,10 @@ def main():
     assert width >= 600 and height >= 400, (width, height)
     with open(os.path.splitext(out)[0] + ".json") as f:
         charts = json.load(f)
-    assert [c["model"] for c in charts] == ["treefc", "treelstm"], charts
-    assert [c["threads"] for c in charts] == [1, 2]
+    assert [c["model"] for c in charts] == ["treefc", "treelstm", "treegru", "treefc"], charts
+    assert [c["threads"] for c in charts] == [1, 2, 1, 1]
+    # 6 trees: 3 batches of 2, each twice (its faster run shown); 2 batches of 3, once
+    assert [(c["runs"], c["of"]) for c in charts[2:]] == [(3, 6), (2, 2)], charts
     for c, path in zip(charts, files):
         check_chart(c, open(path).read())
     # not a profile: a message naming the file, a failing exit
