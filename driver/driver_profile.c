@@ -102,12 +102,13 @@ void ctx_profile_add_run(CtxProfile *p, const CgJit *jit, const CtxrtModel *mode
  * mostly the smaller batches: mvrnn H=128 B=10 over the bench's 100 trees
  * showed 1,186 MFLOP per run where a batch's mean is 1,398, and two
  * schedules compared on their profiles were compared on different trees
- * (childsum B=1: 9.03 MFLOP per run in one run, 9.45 in the next). Every row sums the same runs, so the rows still add up. */
+ * (childsum B=1: 9.03 MFLOP per run in one run, 9.45 in the next). Every
+ * row sums the same runs, so the rows still add up. */
 typedef struct {
   int64_t *counters;
   CtxrtModelTimes times;
   double wall_s;
-  int64_t shown, batches, per_batch; /* runs shown; batches; runs of each */
+  int64_t shown, batches; /* every batch ran alike: p->runs / batches each */
 } Totals;
 
 /* By batch, then by wall time. */
@@ -146,7 +147,6 @@ static Totals faster_half(const CtxProfile *p) {
     for (int64_t k = from; k < from + (to - from + 1) / 2; k++)
       add_run(p, order[k] - p->snaps, &t);
     t.batches++;
-    if (to - from > t.per_batch) t.per_batch = to - from;
   }
   free(order);
   return t;
@@ -243,7 +243,8 @@ static void runs_shown(CtxBuf *out, const CtxProfile *p, const Totals *tot) {
     ctx_buf_printf(out,
                    "the faster half of %" PRId64 ": each of %" PRId64
                    " batches' faster %" PRId64 " of %" PRId64,
-                   p->runs, tot->batches, tot->shown / tot->batches, tot->per_batch);
+                   p->runs, tot->batches, tot->shown / tot->batches,
+                   p->runs / tot->batches);
 }
 
 static void header(Table *t, const CtxProfile *p, const Totals *tot, int threads,
